@@ -1,0 +1,135 @@
+#include "algorithms/registry.h"
+
+#include <algorithm>
+#include <string>
+
+#include "algorithms/error.h"
+
+namespace collkit {
+namespace {
+
+std::vector<AlgorithmDef> build_registry() {
+  std::vector<AlgorithmDef> defs;
+  add_broadcast(defs);
+  add_reduce(defs);
+  add_scatter_gather(defs);
+  add_all_gather(defs);
+  add_reduce_scatter(defs);
+  add_all_reduce(defs);
+  add_all_to_all(defs);
+  add_barrier(defs);
+  return defs;
+}
+
+class RegisteredSchedule final : public Schedule {
+ public:
+  RegisteredSchedule(ScheduleSpec spec, const AlgorithmDef& def)
+      : Schedule(std::move(spec)), def_(def) {}
+  Generator<Step> program(int rank) const override { return def_.program(spec(), rank); }
+
+ protected:
+  std::int64_t scratch_size(int rank) const override {
+    return def_.scratch ? def_.scratch(spec(), rank) : 0;
+  }
+
+ private:
+  const AlgorithmDef& def_;
+};
+
+}  // namespace
+
+const std::vector<AlgorithmDef>& algorithm_registry() {
+  static const std::vector<AlgorithmDef> defs = build_registry();
+  return defs;
+}
+
+std::vector<const AlgorithmDef*> algorithms_for(Collective c) {
+  std::vector<const AlgorithmDef*> out;
+  for (const AlgorithmDef& d : algorithm_registry())
+    if (d.collective == c) out.push_back(&d);
+  return out;
+}
+
+const AlgorithmDef& find_algorithm(Collective c, const std::string& name) {
+  std::string valid;
+  for (const AlgorithmDef* d : algorithms_for(c)) {
+    if (d->name == name) return *d;
+    if (!valid.empty()) valid += ", ";
+    valid += d->name;
+  }
+  throw UsageError("unknown algorithm '" + name + "' for " + std::string(to_string(c)) +
+                   "; valid: " + valid);
+}
+
+std::pair<std::string, std::string> split_algorithm_name(const std::string& name) {
+  const auto colon = name.find(':');
+  if (colon == std::string::npos) return {name, ""};
+  return {name.substr(0, colon), name.substr(colon + 1)};
+}
+
+namespace {
+
+const AlgorithmDef& resolve(ScheduleSpec& spec) {
+  auto [name, variant] = split_algorithm_name(spec.algorithm);
+  if (!variant.empty()) {
+    if (!spec.variant.empty() && spec.variant != variant)
+      throw UsageError("algorithm '" + spec.algorithm + "' names variant '" + variant +
+                       "' but variant '" + spec.variant + "' was also given");
+    spec.variant = variant;
+  }
+  spec.algorithm = name;
+  const AlgorithmDef& def = find_algorithm(spec.collective, spec.algorithm);
+  if (spec.variant.empty()) {
+    if (!def.variants.empty()) spec.variant = def.variants.front();
+  } else if (std::find(def.variants.begin(), def.variants.end(), spec.variant) ==
+             def.variants.end()) {
+    std::string valid;
+    for (const auto& v : def.variants) valid += (valid.empty() ? "" : ", ") + v;
+    throw UsageError("unknown variant '" + spec.variant + "' of " +
+                     std::string(to_string(spec.collective)) + " algorithm '" + def.name +
+                     "'; valid: " + (valid.empty() ? "(none)" : valid));
+  }
+  return def;
+}
+
+void validate(const ScheduleSpec& spec) {
+  if (spec.ranks < 1)
+    throw UsageError("ranks must be >= 1 (got " + std::to_string(spec.ranks) + ")");
+  if (spec.root < 0 || spec.root >= spec.ranks)
+    throw UsageError("root " + std::to_string(spec.root) + " is out of range for " +
+                     std::to_string(spec.ranks) + " ranks (valid: 0.." +
+                     std::to_string(spec.ranks - 1) + ")");
+  if (spec.count < 0)
+    throw UsageError("count must be >= 0 (got " + std::to_string(spec.count) + ")");
+  if (spec.collective == Collective::barrier && spec.count != 0)
+    throw UsageError("barrier moves no data: count must be 0 (got " +
+                     std::to_string(spec.count) + ")");
+  if (spec.elem_size < 1)
+    throw UsageError("element size must be >= 1 byte (got " + std::to_string(spec.elem_size) +
+                     ")");
+  if (spec.segment < 0)
+    throw UsageError("segment must be >= 0 elements (got " + std::to_string(spec.segment) + ")");
+  if (spec.group_size < 0 || spec.group_size > spec.ranks)
+    throw UsageError("group size " + std::to_string(spec.group_size) + " is out of range for " +
+                     std::to_string(spec.ranks) + " ranks (0 = automatic)");
+  if (spec.group_size > 0 && spec.ranks % spec.group_size != 0)
+    throw UsageError("group size " + std::to_string(spec.group_size) + " does not divide " +
+                     std::to_string(spec.ranks) + " ranks");
+}
+
+}  // namespace
+
+std::unique_ptr<Schedule> make_schedule(ScheduleSpec spec) {
+  const AlgorithmDef& def = resolve(spec);
+  validate(spec);
+  return std::make_unique<RegisteredSchedule>(std::move(spec), def);
+}
+
+CostEstimate closed_form_cost(const ScheduleSpec& spec_in, const CostParams& params) {
+  ScheduleSpec spec = spec_in;
+  const AlgorithmDef& def = resolve(spec);
+  validate(spec);
+  return def.cost(spec, params);
+}
+
+}  // namespace collkit

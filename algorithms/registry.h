@@ -1,0 +1,72 @@
+// The catalogue of algorithms. Adding an algorithm = one generator in a family
+// file plus one AlgorithmDef line in that file's add_<family>() function.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/schedule.h"
+
+namespace collkit {
+
+// Closed-form cost of a schedule under the alpha-beta-gamma model (one-port,
+// full duplex; COSTS.md). `steps` and `bytes_sent` are exact properties of the
+// generated schedule (tests compare them with the generator's output):
+//   steps      = max over ranks of the number of steps that communicate
+//   bytes_sent = max over ranks of the bytes that rank sends
+// `time` is exact where docs/ALGORITHMS.md says so (p and n as stated there).
+struct CostEstimate {
+  double time = 0;
+  std::int64_t steps = 0;
+  double bytes_sent = 0;
+};
+
+struct AlgorithmDef {
+  Collective collective;
+  std::string name;
+  // Selectable variants (first = default), e.g. {"fold", "blocks"}; empty if none.
+  std::vector<std::string> variants;
+  // One line for `collkit algorithms`: the closed-form cost in words.
+  std::string cost_formula;
+  // Which p the algorithm accepts and how (e.g. "any p (fold to 2^floor(log2 p))").
+  std::string accepts;
+  // The rank's program. Must accept any p >= 1, any root, any count >= 0.
+  std::function<Generator<Step>(const ScheduleSpec&, int rank)> program;
+  // Scratch elements the rank needs.
+  std::function<std::int64_t(const ScheduleSpec&, int rank)> scratch;
+  // Closed-form cost; n in bytes = spec.count * spec.elem_size.
+  std::function<CostEstimate(const ScheduleSpec&, const CostParams&)> cost;
+};
+
+const std::vector<AlgorithmDef>& algorithm_registry();
+// Throws UsageError naming the valid algorithms for the collective.
+const AlgorithmDef& find_algorithm(Collective c, const std::string& name);
+std::vector<const AlgorithmDef*> algorithms_for(Collective c);
+
+// Validates the spec (ranks >= 1, 0 <= root < ranks, count >= 0, known
+// algorithm and variant, barrier count 0, ...) and builds the schedule. Throws
+// UsageError with one clear line on bad input. `name` may carry a variant as
+// "algorithm:variant".
+std::unique_ptr<Schedule> make_schedule(ScheduleSpec spec);
+
+// Splits "rabenseifner:blocks" into {"rabenseifner", "blocks"}.
+std::pair<std::string, std::string> split_algorithm_name(const std::string& name);
+
+CostEstimate closed_form_cost(const ScheduleSpec& spec, const CostParams& params);
+
+// Lower bounds (COSTS.md table) for n bytes.
+CostEstimate lower_bound(Collective c, int p, double n_bytes, const CostParams& params);
+
+// Family registration functions (one per algorithms/<family>.cc).
+void add_broadcast(std::vector<AlgorithmDef>& defs);
+void add_reduce(std::vector<AlgorithmDef>& defs);
+void add_scatter_gather(std::vector<AlgorithmDef>& defs);
+void add_all_gather(std::vector<AlgorithmDef>& defs);
+void add_reduce_scatter(std::vector<AlgorithmDef>& defs);
+void add_all_reduce(std::vector<AlgorithmDef>& defs);
+void add_all_to_all(std::vector<AlgorithmDef>& defs);
+void add_barrier(std::vector<AlgorithmDef>& defs);
+
+}  // namespace collkit

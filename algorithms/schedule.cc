@@ -1,0 +1,98 @@
+#include "algorithms/schedule.h"
+
+#include <string>
+
+#include "algorithms/error.h"
+
+namespace collkit {
+
+std::string_view to_string(Collective c) {
+  switch (c) {
+    case Collective::broadcast: return "broadcast";
+    case Collective::reduce: return "reduce";
+    case Collective::all_gather: return "all_gather";
+    case Collective::scatter: return "scatter";
+    case Collective::gather: return "gather";
+    case Collective::reduce_scatter: return "reduce_scatter";
+    case Collective::all_reduce: return "all_reduce";
+    case Collective::all_to_all: return "all_to_all";
+    case Collective::barrier: return "barrier";
+  }
+  return "?";
+}
+
+Collective parse_collective(std::string_view name) {
+  std::string valid;
+  for (Collective c : kAllCollectives) {
+    if (to_string(c) == name) return c;
+    if (!valid.empty()) valid += ", ";
+    valid += to_string(c);
+  }
+  throw UsageError("unknown collective '" + std::string(name) + "'; valid: " + valid);
+}
+
+bool is_rooted(Collective c) {
+  return c == Collective::broadcast || c == Collective::reduce || c == Collective::scatter ||
+         c == Collective::gather;
+}
+
+bool is_reduction(Collective c) {
+  return c == Collective::reduce || c == Collective::reduce_scatter ||
+         c == Collective::all_reduce;
+}
+
+std::string_view to_string(Buf b) {
+  switch (b) {
+    case Buf::input: return "input";
+    case Buf::output: return "output";
+    case Buf::scratch: return "scratch";
+  }
+  return "?";
+}
+
+std::string_view to_string(OpKind k) {
+  switch (k) {
+    case OpKind::send: return "send";
+    case OpKind::recv: return "recv";
+    case OpKind::copy: return "copy";
+    case OpKind::reduce: return "reduce";
+  }
+  return "?";
+}
+
+bool Step::has_communication() const {
+  for (const Op& op : ops)
+    if (op.kind == OpKind::send || op.kind == OpKind::recv) return true;
+  return false;
+}
+
+BufferSizes io_sizes(Collective c, int p, int rank, int root, std::int64_t n) {
+  const Partition part{n, p};
+  const bool at_root = rank == root;
+  switch (c) {
+    case Collective::broadcast: return {at_root ? n : 0, n, 0};
+    case Collective::reduce: return {n, at_root ? n : 0, 0};
+    case Collective::all_gather: return {part.size(rank), n, 0};
+    case Collective::scatter: return {at_root ? n : 0, part.size(rank), 0};
+    case Collective::gather: return {part.size(rank), at_root ? n : 0, 0};
+    case Collective::reduce_scatter: return {n, part.size(rank), 0};
+    case Collective::all_reduce: return {n, n, 0};
+    case Collective::all_to_all: return {n, p * part.size(rank), 0};
+    case Collective::barrier: return {0, 0, 0};
+  }
+  return {};
+}
+
+BufferSizes Schedule::buffer_sizes(int rank) const {
+  BufferSizes s = io_sizes(spec_.collective, spec_.ranks, rank, spec_.root, spec_.count);
+  s.scratch = scratch_size(rank);
+  return s;
+}
+
+std::vector<Step> Schedule::steps(int rank) const {
+  std::vector<Step> out;
+  for (Step& s : program(rank)) out.push_back(std::move(s));
+  return out;
+}
+
+}  // namespace collkit

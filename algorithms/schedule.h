@@ -1,0 +1,162 @@
+// The schedule IR: the one representation of an algorithm that every engine
+// (simulator, reference executor, real executors) consumes. See docs/SCHEDULE.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "algorithms/generator.h"
+
+namespace collkit {
+
+enum class Collective : std::uint8_t {
+  broadcast,
+  reduce,
+  all_gather,
+  scatter,
+  gather,
+  reduce_scatter,
+  all_reduce,
+  all_to_all,
+  barrier,
+};
+
+inline constexpr Collective kAllCollectives[] = {
+    Collective::broadcast,  Collective::reduce,         Collective::all_gather,
+    Collective::scatter,    Collective::gather,         Collective::reduce_scatter,
+    Collective::all_reduce, Collective::all_to_all,     Collective::barrier};
+
+std::string_view to_string(Collective c);
+// Throws UsageError listing the valid names.
+Collective parse_collective(std::string_view name);
+// True for collectives whose result depends on the root (broadcast, reduce,
+// scatter, gather).
+bool is_rooted(Collective c);
+// True for collectives that combine values (reduce, reduce_scatter, all_reduce).
+bool is_reduction(Collective c);
+
+enum class Buf : std::uint8_t { input, output, scratch };
+std::string_view to_string(Buf b);
+
+// A region of one rank's buffer, in elements.
+struct Region {
+  Buf buf = Buf::input;
+  std::int64_t offset = 0;
+  std::int64_t count = 0;
+  bool operator==(const Region&) const = default;
+};
+
+enum class OpKind : std::uint8_t { send, recv, copy, reduce };
+enum class Combine : std::uint8_t { copy, reduce };
+std::string_view to_string(OpKind k);
+
+// One operation of a step.
+//   send:   peer, src = data sent
+//   recv:   peer, dst = where it lands; combine = copy (dst = data) or
+//           reduce (dst = dst op data)
+//   copy:   dst = src            (local; src.count == dst.count)
+//   reduce: dst = dst op src     (local)
+struct Op {
+  OpKind kind = OpKind::send;
+  Combine combine = Combine::copy;
+  int peer = -1;
+  Region src{};
+  Region dst{};
+  bool operator==(const Op&) const = default;
+};
+
+inline Op send_op(int peer, Region src) { return Op{OpKind::send, Combine::copy, peer, src, {}}; }
+inline Op recv_op(int peer, Region dst, Combine combine = Combine::copy) {
+  return Op{OpKind::recv, combine, peer, {}, dst};
+}
+inline Op copy_op(Region src, Region dst) { return Op{OpKind::copy, Combine::copy, -1, src, dst}; }
+inline Op reduce_op(Region src, Region dst) {
+  return Op{OpKind::reduce, Combine::reduce, -1, src, dst};
+}
+
+// A step: its sends and receives proceed concurrently (posted together, the
+// step's communication completes when all of them have); its local copy/reduce
+// ops then run in the order listed. Within one step, a region written by a
+// receive must not overlap any other region the step reads or writes.
+struct Step {
+  std::vector<Op> ops;
+  bool has_communication() const;
+};
+
+// Per-rank element counts of the three buffers.
+struct BufferSizes {
+  std::int64_t input = 0;
+  std::int64_t output = 0;
+  std::int64_t scratch = 0;
+};
+
+// Alpha-beta-gamma parameters: alpha in seconds per message, beta in seconds
+// per byte, gamma in seconds per byte reduced.
+struct CostParams {
+  double alpha = 1e-6;
+  double beta = 1.0 / 100e9;
+  double gamma = 0.0;
+};
+
+// What a generator is asked for. `count` means what COSTS.md says n is:
+// broadcast/reduce/all_reduce: the vector per rank; scatter/gather: the total
+// at the root; all_gather: the total output; reduce_scatter: the input per
+// rank; all_to_all: the send buffer per rank; barrier: must be 0.
+struct ScheduleSpec {
+  Collective collective = Collective::all_reduce;
+  std::string algorithm;  // registered name, e.g. "rabenseifner"
+  std::string variant;    // e.g. "fold" or "blocks"; empty = the default
+  int ranks = 1;
+  int root = 0;
+  std::int64_t count = 0;
+  int elem_size = 4;  // bytes per element; segment sizes are chosen in bytes
+  // Pipelined algorithms: segment size in elements; 0 = the closed-form optimum
+  // for `model` (see optimal_segments in costs.h).
+  std::int64_t segment = 0;
+  // hierarchical all_reduce: ranks per group; 0 = the largest divisor of p
+  // that is <= sqrt(p).
+  int group_size = 0;
+  // Used only to choose default segment sizes; never changes correctness.
+  CostParams model{};
+};
+
+// The uneven block partition used wherever a vector of n elements is split
+// into p blocks: block i has n/p elements plus one for i < n % p.
+struct Partition {
+  std::int64_t n = 0;
+  int p = 1;
+  std::int64_t size(int i) const { return n / p + (i < n % p ? 1 : 0); }
+  std::int64_t offset(int i) const { return i * (n / p) + (i < n % p ? i : n % p); }
+  // Total size of blocks [first, first + k) (no wrap-around).
+  std::int64_t span(int first, int k) const { return offset(first + k) - offset(first); }
+};
+
+// Input and output sizes of a rank, fixed by the collective (not the
+// algorithm). See docs/SCHEDULE.md for the table.
+BufferSizes io_sizes(Collective c, int p, int rank, int root, std::int64_t n);
+
+// The schedule of one (collective, algorithm, p, root, count): per rank, an
+// ordered list of steps produced on demand.
+class Schedule {
+ public:
+  virtual ~Schedule() = default;
+  const ScheduleSpec& spec() const { return spec_; }
+  int ranks() const { return spec_.ranks; }
+  BufferSizes buffer_sizes(int rank) const;
+  // The rank's steps as a coroutine: O(1) state per rank for the generators
+  // that need it; engines iterate it once.
+  virtual Generator<Step> program(int rank) const = 0;
+  // Convenience: the whole list for one rank (O(steps of that rank) memory).
+  std::vector<Step> steps(int rank) const;
+
+ protected:
+  explicit Schedule(ScheduleSpec spec) : spec_(std::move(spec)) {}
+  virtual std::int64_t scratch_size(int rank) const = 0;
+
+ private:
+  ScheduleSpec spec_;
+};
+
+}  // namespace collkit

@@ -1,0 +1,11 @@
+// Each subcommand registers itself on the app; its callback calls library code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace collkit::cli {
+
+void add_algorithms_command(CLI::App& app);
+void add_schedule_command(CLI::App& app);
+
+}  // namespace collkit::cli

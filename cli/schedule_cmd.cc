@@ -1,0 +1,74 @@
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "algorithms/costs.h"
+#include "algorithms/error.h"
+#include "algorithms/registry.h"
+#include "algorithms/schedule_json.h"
+#include "cli/commands.h"
+
+namespace collkit::cli {
+
+void add_algorithms_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("algorithms", "List every collective x algorithm with its cost");
+  auto collective = std::make_shared<std::string>();
+  cmd->add_option("--collective", *collective, "Only this collective");
+  cmd->callback([collective] {
+    for (Collective c : kAllCollectives) {
+      if (!collective->empty() && parse_collective(*collective) != c) continue;
+      std::printf("%s\n", std::string(to_string(c)).c_str());
+      for (const AlgorithmDef* d : algorithms_for(c)) {
+        std::string name = d->name;
+        if (!d->variants.empty()) {
+          name += " [";
+          for (size_t i = 0; i < d->variants.size(); ++i)
+            name += (i ? "|" : "") + d->variants[i];
+          name += "]";
+        }
+        std::printf("  %-34s %s\n  %-34s p: %s\n", name.c_str(), d->cost_formula.c_str(), "",
+                    d->accepts.c_str());
+      }
+    }
+  });
+}
+
+void add_schedule_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("schedule", "Dump one schedule as JSON (docs/SCHEDULE.md)");
+  struct Args {
+    std::string collective, algorithm;
+    int ranks = 0, root = 0, rank = -1;
+    long long count = -1;
+    long long segment = 0;
+    int group = 0;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("--collective", a->collective, "Collective")->required();
+  cmd->add_option("--algorithm", a->algorithm, "Algorithm (name or name:variant)")->required();
+  cmd->add_option("--ranks", a->ranks, "Number of ranks")->required();
+  cmd->add_option("--root", a->root, "Root rank");
+  cmd->add_option("--count", a->count, "Element count (default: ranks)");
+  cmd->add_option("--segment", a->segment, "Segment size in elements (pipelined algorithms)");
+  cmd->add_option("--group", a->group, "Group size (hierarchical)");
+  cmd->add_option("--rank", a->rank, "Dump only this rank");
+  cmd->callback([a] {
+    ScheduleSpec spec;
+    spec.collective = parse_collective(a->collective);
+    spec.algorithm = a->algorithm;
+    spec.ranks = a->ranks;
+    spec.root = a->root;
+    spec.count = a->count < 0 ? (spec.collective == Collective::barrier ? 0 : a->ranks) : a->count;
+    spec.segment = a->segment;
+    spec.group_size = a->group;
+    auto schedule = make_schedule(spec);
+    if (a->rank >= a->ranks)
+      throw UsageError("--rank " + std::to_string(a->rank) + " is out of range for " +
+                       std::to_string(a->ranks) + " ranks");
+    const int first = a->rank < 0 ? 0 : a->rank;
+    const int last = a->rank < 0 ? -1 : a->rank;
+    std::cout << schedule_to_json(*schedule, first, last).dump(1) << "\n";
+  });
+}
+
+}  // namespace collkit::cli
