@@ -16,6 +16,7 @@ std::vector<AlgorithmDef> build_registry() {
   add_all_gather(defs);
   add_reduce_scatter(defs);
   add_all_reduce(defs);
+  add_all_reduce_trees(defs);
   add_all_to_all(defs);
   add_barrier(defs);
   return defs;

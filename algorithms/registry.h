@@ -66,6 +66,7 @@ void add_scatter_gather(std::vector<AlgorithmDef>& defs);
 void add_all_gather(std::vector<AlgorithmDef>& defs);
 void add_reduce_scatter(std::vector<AlgorithmDef>& defs);
 void add_all_reduce(std::vector<AlgorithmDef>& defs);
+void add_all_reduce_trees(std::vector<AlgorithmDef>& defs);
 void add_all_to_all(std::vector<AlgorithmDef>& defs);
 void add_barrier(std::vector<AlgorithmDef>& defs);
 
