@@ -12,6 +12,7 @@ std::vector<AlgorithmDef> build_registry() {
   std::vector<AlgorithmDef> defs;
   add_broadcast(defs);
   add_reduce(defs);
+  add_reduce_rabenseifner(defs);
   add_scatter_gather(defs);
   add_all_gather(defs);
   add_reduce_scatter(defs);

@@ -56,12 +56,15 @@ std::pair<std::string, std::string> split_algorithm_name(const std::string& name
 
 CostEstimate closed_form_cost(const ScheduleSpec& spec, const CostParams& params);
 
-// Lower bounds (COSTS.md table) for n bytes.
-CostEstimate lower_bound(Collective c, int p, double n_bytes, const CostParams& params);
+// Lower bounds (COSTS.md table) for `count` elements of `elem_size` bytes
+// (count means what ScheduleSpec::count means for the collective).
+CostEstimate lower_bound(Collective c, int p, std::int64_t count, int elem_size,
+                         const CostParams& params);
 
 // Family registration functions (one per algorithms/<family>.cc).
 void add_broadcast(std::vector<AlgorithmDef>& defs);
 void add_reduce(std::vector<AlgorithmDef>& defs);
+void add_reduce_rabenseifner(std::vector<AlgorithmDef>& defs);
 void add_scatter_gather(std::vector<AlgorithmDef>& defs);
 void add_all_gather(std::vector<AlgorithmDef>& defs);
 void add_reduce_scatter(std::vector<AlgorithmDef>& defs);

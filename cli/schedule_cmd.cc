@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "algorithms/catalogue.h"
 #include "algorithms/costs.h"
 #include "algorithms/error.h"
 #include "algorithms/registry.h"
@@ -14,8 +15,14 @@ namespace collkit::cli {
 void add_algorithms_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("algorithms", "List every collective x algorithm with its cost");
   auto collective = std::make_shared<std::string>();
+  auto markdown = std::make_shared<bool>(false);
   cmd->add_option("--collective", *collective, "Only this collective");
-  cmd->callback([collective] {
+  cmd->add_flag("--markdown", *markdown, "Print docs/ALGORITHMS.md (the catalogue with costs)");
+  cmd->callback([collective, markdown] {
+    if (*markdown) {
+      std::fputs(catalogue_markdown().c_str(), stdout);
+      return;
+    }
     for (Collective c : kAllCollectives) {
       if (!collective->empty() && parse_collective(*collective) != c) continue;
       std::printf("%s\n", std::string(to_string(c)).c_str());
@@ -39,7 +46,7 @@ void add_schedule_command(CLI::App& app) {
   struct Args {
     std::string collective, algorithm;
     int ranks = 0, root = 0, rank = -1;
-    long long count = -1;
+    long long count = 0;
     long long segment = 0;
     int group = 0;
   };
@@ -48,17 +55,20 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_option("--algorithm", a->algorithm, "Algorithm (name or name:variant)")->required();
   cmd->add_option("--ranks", a->ranks, "Number of ranks")->required();
   cmd->add_option("--root", a->root, "Root rank");
-  cmd->add_option("--count", a->count, "Element count (default: ranks)");
+  auto* count_opt = cmd->add_option("--count", a->count, "Element count (default: ranks)");
   cmd->add_option("--segment", a->segment, "Segment size in elements (pipelined algorithms)");
   cmd->add_option("--group", a->group, "Group size (hierarchical)");
   cmd->add_option("--rank", a->rank, "Dump only this rank");
-  cmd->callback([a] {
+  cmd->callback([a, count_opt] {
     ScheduleSpec spec;
     spec.collective = parse_collective(a->collective);
     spec.algorithm = a->algorithm;
     spec.ranks = a->ranks;
     spec.root = a->root;
-    spec.count = a->count < 0 ? (spec.collective == Collective::barrier ? 0 : a->ranks) : a->count;
+    if (count_opt->count() > 0)
+      spec.count = a->count;
+    else
+      spec.count = spec.collective == Collective::barrier ? 0 : a->ranks;
     spec.segment = a->segment;
     spec.group_size = a->group;
     auto schedule = make_schedule(spec);

@@ -1,0 +1,139 @@
+// `collkit schedule` and `collkit algorithms` as a user runs them: JSON that
+// parses and matches the library, and one clear line with exit code 2 for
+// every kind of bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "algorithms/registry.h"
+#include "algorithms/schedule_json.h"
+
+namespace collkit {
+namespace {
+
+struct CmdResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+CmdResult run(const std::string& args) {
+  const std::string err_file = testing::TempDir() + "collkit_schedule_cmd_stderr";
+  const std::string cmd = std::string("'") + COLLKIT_BINARY + "' " + args + " 2>'" + err_file + "'";
+  CmdResult r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf{};
+  size_t got = 0;
+  while ((got = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), got);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  FILE* f = fopen(err_file.c_str(), "r");
+  if (f != nullptr) {
+    while ((got = fread(buf.data(), 1, buf.size(), f)) > 0) r.err.append(buf.data(), got);
+    fclose(f);
+  }
+  std::remove(err_file.c_str());
+  return r;
+}
+
+int count_lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+TEST(ScheduleCommand, DumpsTheLibrarySchedule) {
+  const CmdResult r = run("schedule --collective all_reduce --algorithm ring --ranks 5 --count 7");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ScheduleSpec spec;
+  spec.collective = Collective::all_reduce;
+  spec.algorithm = "ring";
+  spec.ranks = 5;
+  spec.count = 7;
+  EXPECT_EQ(j, schedule_to_json(*make_schedule(spec)));
+  EXPECT_EQ(j["programs"].size(), 5u);
+  // Ring all_reduce: 2(p-1) communicating steps on every rank.
+  for (const auto& prog : j["programs"]) {
+    int comm = 0;
+    for (const auto& step : prog["steps"]) {
+      bool has = false;
+      for (const auto& op : step) has |= op["op"] == "send" || op["op"] == "recv";
+      comm += has;
+    }
+    EXPECT_EQ(comm, 8) << "rank " << prog["rank"];
+  }
+}
+
+TEST(ScheduleCommand, VariantAndSingleRank) {
+  const CmdResult r =
+      run("schedule --collective all_reduce --algorithm rabenseifner:blocks --ranks 6 --count 12 "
+          "--rank 4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["variant"], "blocks");
+  ASSERT_EQ(j["programs"].size(), 1u);
+  EXPECT_EQ(j["programs"][0]["rank"], 4);
+}
+
+struct BadCase {
+  const char* args;
+  const char* must_contain;
+};
+
+class ScheduleBadInput : public testing::TestWithParam<BadCase> {};
+
+TEST_P(ScheduleBadInput, OneClearLineExitTwo) {
+  const BadCase c = GetParam();
+  const CmdResult r = run(c.args);
+  EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find(c.must_contain), std::string::npos) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ScheduleBadInput,
+    testing::Values(
+        BadCase{"schedule --collective allreduce --algorithm ring --ranks 4",
+                "unknown collective 'allreduce'; valid: broadcast, reduce, all_gather"},
+        BadCase{"schedule --collective all_reduce --algorithm rings --ranks 4",
+                "unknown algorithm 'rings' for all_reduce; valid: "},
+        BadCase{"schedule --collective broadcast --algorithm pairwise --ranks 4",
+                "unknown algorithm 'pairwise' for broadcast"},
+        BadCase{"schedule --collective all_reduce --algorithm ring --ranks 0",
+                "ranks must be >= 1 (got 0)"},
+        BadCase{"schedule --collective all_reduce --algorithm ring --ranks -3",
+                "ranks must be >= 1 (got -3)"},
+        BadCase{"schedule --collective broadcast --algorithm linear --ranks 4 --root 4",
+                "root 4 is out of range for 4 ranks"},
+        BadCase{"schedule --collective reduce --algorithm linear --ranks 4 --root -1",
+                "root -1 is out of range"},
+        BadCase{"schedule --collective all_reduce --algorithm ring --ranks 4 --count -5",
+                "count must be >= 0 (got -5)"},
+        BadCase{"schedule --collective barrier --algorithm dissemination --ranks 4 --count 3",
+                "barrier moves no data"},
+        BadCase{"schedule --collective all_reduce --algorithm rabenseifner:zigzag --ranks 4",
+                "unknown variant 'zigzag'"},
+        BadCase{"schedule --collective all_reduce --algorithm ring --ranks 4 --rank 9",
+                "--rank 9 is out of range"},
+        BadCase{"schedule --collective all_reduce --algorithm ring --ranks four", "--ranks"}));
+
+TEST(AlgorithmsCommand, ListsEveryRegisteredPair) {
+  const CmdResult r = run("algorithms");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const AlgorithmDef& d : algorithm_registry()) {
+    EXPECT_NE(r.out.find(std::string(to_string(d.collective))), std::string::npos);
+    EXPECT_NE(r.out.find("  " + d.name), std::string::npos) << d.name;
+    EXPECT_NE(r.out.find(d.cost_formula), std::string::npos) << d.name;
+  }
+}
+
+}  // namespace
+}  // namespace collkit
