@@ -43,6 +43,12 @@ class Topology {
   virtual int num_link_classes() const = 0;
   virtual int link_class(LinkId id) const = 0;
 
+  // Endpoints the file describes (>= num_ranks(): --ranks may use fewer).
+  // The defaults fit a topology whose every node is a rank.
+  virtual int num_endpoints() const { return num_ranks(); }
+  // Every node: endpoints plus switches (and NICs) that only forward.
+  virtual std::int64_t num_nodes() const { return num_endpoints(); }
+
   // Metadata from the file.
   std::string name;
   std::string description;

@@ -1,0 +1,137 @@
+// The shipped topology files and the ASTRA-sim YAML import.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "route_check.h"
+#include "topologies/astra.h"
+#include "topologies/sha256.h"
+
+namespace collkit {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::expect_connected_route;
+using testing::route_names;
+
+const fs::path kDir = fs::path(COLLKIT_SOURCE_DIR) / "topologies";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::unique_ptr<Topology> shipped(const std::string& stem, int ranks = 0) {
+  return load_topology((kDir / (stem + ".json")).string(), ranks);
+}
+
+TEST(ShippedFiles, EveryFileLoadsWithMetadataAndConnectedRoutes) {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(kDir)) {
+    if (entry.path().extension() != ".json") continue;
+    ++count;
+    SCOPED_TRACE(entry.path().string());
+    auto t = load_topology(entry.path().string());
+    EXPECT_EQ(t->name, entry.path().stem().string());
+    EXPECT_FALSE(t->description.empty());
+    EXPECT_NE(t->description.find("HARDWARE.md"), std::string::npos) << "cite the figures";
+    EXPECT_EQ(t->file, entry.path().string());
+    EXPECT_EQ(t->sha256, sha256_hex(slurp(entry.path())));
+    EXPECT_GE(t->num_ranks(), 2);
+    EXPECT_GT(t->endpoint(0).overhead, 0);
+    for (int s = 0; s < t->num_ranks(); s += 7) {
+      for (int d = 0; d < t->num_ranks(); ++d) {
+        if (s != d) expect_connected_route(*t, s, d);
+      }
+    }
+  }
+  EXPECT_GE(count, 10);
+}
+
+TEST(ShippedFiles, Figures) {
+  auto dgx = shipped("dgx-h100");
+  EXPECT_EQ(dgx->num_ranks(), 8);
+  EXPECT_EQ(dgx->link(0).bandwidth, 370.8e9);
+  EXPECT_DOUBLE_EQ(dgx->endpoint(3).overhead, 0.5e-6);
+  EXPECT_EQ(dgx->endpoint(3).reduce_bw, 1000e9);
+
+  auto h100 = shipped("h100-cluster-4x8");
+  EXPECT_EQ(h100->num_ranks(), 32);
+  EXPECT_EQ(route_names(*h100, 5, 29),
+            (std::vector<std::string>{"n0.g5->n0.nic5.tx", "n0.nic5.tx->rail5", "rail5->n3.nic5.rx",
+                                      "n3.nic5.rx->n3.g5"}));
+
+  auto a100 = shipped("a100-cluster-2x8");
+  EXPECT_EQ(a100->num_ranks(), 16);
+  EXPECT_EQ(a100->endpoint(0).reduce_bw, 0);
+
+  EXPECT_EQ(shipped("ring-8")->num_ranks(), 8);
+  EXPECT_EQ(shipped("switch-16")->num_ranks(), 16);
+  EXPECT_EQ(shipped("torus-4x4")->num_links(), 64);
+  EXPECT_EQ(shipped("hypercube-64")->num_ranks(), 64);
+  EXPECT_EQ(shipped("fat-tree-k8")->num_ranks(), 128);
+  EXPECT_EQ(shipped("fat-tree-k8")->num_link_classes(), 1);
+  EXPECT_EQ(shipped("fat-tree-k8-2to1")->num_link_classes(), 2);
+}
+
+TEST(ShippedFiles, DumbbellCrossesTheThinLink) {
+  auto t = shipped("dumbbell");
+  EXPECT_EQ(t->num_ranks(), 8);
+  EXPECT_EQ(t->num_link_classes(), 2);
+  std::vector<LinkId> r;
+  for (int s = 0; s < 4; ++s) {
+    t->route(s, s + 4, r);
+    ASSERT_EQ(r.size(), 3u);
+    EXPECT_EQ(t->link_name(r[1]), "s0->s1");
+    EXPECT_EQ(t->link(r[1]).bandwidth, 12e9);
+    t->route(s + 4, s, r);
+    EXPECT_EQ(t->link_name(r[1]), "s1->s0");
+  }
+  t->route(0, 1, r);
+  EXPECT_EQ(r.size(), 2u);
+}
+
+TEST(ShippedFiles, FewerRanksThanEndpoints) {
+  auto t = shipped("fat-tree-k8", 20);
+  EXPECT_EQ(t->num_ranks(), 20);
+  EXPECT_EQ(t->num_endpoints(), 128);
+}
+
+TEST(Astra, ImportsAnalyticalYamlAsDims) {
+  fs::path path = fs::temp_directory_path() / "collkit_astra_3d.yml";
+  const std::string yaml =
+      "topology: [ Ring, FullyConnected, Switch ]\n"
+      "npus_count: [ 4, 2, 2 ]  # NPUs\n"
+      "bandwidth: [ 50.0, 100.0, 200.0 ]  # GB/s\n"
+      "latency: [ 500.0, 100.0, 50.0 ]  # ns\n";
+  std::ofstream(path) << yaml;
+  auto t = load_topology("astra:" + path.string());
+  EXPECT_EQ(t->num_ranks(), 16);
+  EXPECT_EQ(t->name, "collkit_astra_3d");
+  EXPECT_EQ(t->file, "astra:" + path.string());
+  EXPECT_EQ(t->sha256, sha256_hex(yaml));
+  EXPECT_NE(t->description.find("ring(4) x fully_connected(2) x switch(2)"), std::string::npos)
+      << t->description;
+  // Ring of 4: 8 links; FC of 2: 16; switch of 2: 32.
+  EXPECT_EQ(t->num_links(), 16 * 2 + 16 * 1 + 16 * 2);
+  EXPECT_EQ(t->num_nodes(), 16 + 8);
+  EXPECT_EQ(t->num_link_classes(), 3);
+  // Rank 15 = (3, 1, 1): one step back round the ring, one FC link, two switch links.
+  std::vector<LinkId> r;
+  t->route(0, 15, r);
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(t->link_name(r[0]), "r0->r3");
+  EXPECT_EQ(t->link(r[0]).bandwidth, 50.0 * kAstraBytesPerGB);
+  EXPECT_DOUBLE_EQ(t->link(r[0]).latency, 500e-9);
+  EXPECT_DOUBLE_EQ(t->link(r[3]).latency, 50e-9);
+  auto four = load_topology("astra:" + path.string(), 4);
+  EXPECT_EQ(four->num_ranks(), 4);
+  fs::remove(path);
+}
+
+}  // namespace
+}  // namespace collkit

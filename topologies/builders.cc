@@ -1,0 +1,194 @@
+#include "topologies/builders.h"
+
+#include <string>
+
+namespace collkit {
+namespace {
+
+// Names are built by appending: GCC 12 falsely warns (-Wrestrict) on
+// "literal" + std::to_string(...).
+std::string num(std::int64_t i) { return std::to_string(i); }
+
+template <class... Parts>
+std::string cat(const Parts&... parts) {
+  std::string s;
+  ((s += parts), ...);
+  return s;
+}
+
+// Joins `members` (node ids) the way one dimension of kind `kind` does.
+void connect_group(GraphTopology& g, const std::vector<int>& members, DimKind kind, LinkProps link,
+                   const std::string& switch_name) {
+  const int s = static_cast<int>(members.size());
+  if (s <= 1) return;
+  switch (kind) {
+    case DimKind::kSwitch: {
+      int sw = g.add_node(switch_name, true);
+      for (int m : members) g.add_cable(m, sw, link);
+      break;
+    }
+    case DimKind::kFullyConnected:
+      for (int i = 0; i < s; ++i) {
+        for (int j = i + 1; j < s; ++j) g.add_cable(members[i], members[j], link);
+      }
+      break;
+    case DimKind::kRing:
+      for (int i = 0; i < (s == 2 ? 1 : s); ++i)
+        g.add_cable(members[i], members[(i + 1) % s], link);
+      break;
+  }
+}
+
+}  // namespace
+
+int fat_tree_k_for(int hosts) {
+  int k = 2;
+  while (static_cast<std::int64_t>(k) * k * k / 4 < hosts) k += 2;
+  return k;
+}
+
+namespace {
+
+// Joins a port to a switch: one cable, or a pair of directed links when the
+// port's two sides are different nodes.
+void attach(GraphTopology& g, Port port, int sw, LinkProps link) {
+  if (port.up == port.down) {
+    g.add_cable(port.up, sw, link);
+  } else {
+    g.add_link(port.up, sw, link);
+    g.add_link(sw, port.down, link);
+  }
+}
+
+}  // namespace
+
+void add_fat_tree(GraphTopology& g, const std::vector<Port>& hosts, int k, double oversubscription,
+                  LinkProps link) {
+  const int half = k / 2;
+  LinkProps uplink = link;
+  uplink.bandwidth = link.bandwidth / oversubscription;
+  std::vector<int> core(half * half);
+  std::vector<int> edge(k * half), agg(k * half);
+  for (int p = 0; p < k; ++p) {
+    for (int j = 0; j < half; ++j) {
+      edge[p * half + j] = g.add_node(cat("p", num(p), ".e", num(j)), true);
+    }
+    for (int j = 0; j < half; ++j) {
+      agg[p * half + j] = g.add_node(cat("p", num(p), ".a", num(j)), true);
+    }
+  }
+  for (int c = 0; c < half * half; ++c) core[c] = g.add_node(cat("c", num(c)), true);
+  for (std::size_t h = 0; h < hosts.size(); ++h) attach(g, hosts[h], edge[h / half], link);
+  for (int p = 0; p < k; ++p) {
+    for (int e = 0; e < half; ++e) {
+      for (int a = 0; a < half; ++a) g.add_cable(edge[p * half + e], agg[p * half + a], uplink);
+    }
+    // Aggregation switch a of every pod reaches core switches a*half ..
+    // a*half+half-1: the standard wiring, which gives (k/2)^2 disjoint paths
+    // between pods.
+    for (int a = 0; a < half; ++a) {
+      for (int c = 0; c < half; ++c) g.add_cable(agg[p * half + a], core[a * half + c], link);
+    }
+  }
+}
+
+std::unique_ptr<GraphTopology> build_fat_tree(int k, double oversubscription, LinkProps link,
+                                              EndpointProps endpoint) {
+  auto g = std::make_unique<GraphTopology>();
+  const int hosts = k * k * k / 4;
+  std::vector<Port> ports(hosts);
+  for (int h = 0; h < hosts; ++h) {
+    int v = g->add_node(cat("h", num(h)), false, endpoint);
+    ports[h] = {v, v};
+  }
+  add_fat_tree(*g, ports, k, oversubscription, link);
+  g->finalize();
+  return g;
+}
+
+std::unique_ptr<GraphTopology> build_hierarchical(const HierarchicalSpec& spec) {
+  auto g = std::make_unique<GraphTopology>();
+  const int nodes = spec.nodes;
+  const int dev = spec.devices_per_node;
+  const int nics = spec.nics_per_node;
+  // Devices first, so rank r is node r: destination-based spreading of
+  // equal-cost routes then follows rank numbers.
+  std::vector<int> gpu(static_cast<std::size_t>(nodes) * dev);
+  for (int n = 0; n < nodes; ++n) {
+    for (int j = 0; j < dev; ++j) {
+      gpu[n * dev + j] = g->add_node(cat("n", num(n), ".g", num(j)), false, spec.endpoint);
+    }
+  }
+  for (int n = 0; n < nodes; ++n) {
+    std::vector<int> members(gpu.begin() + n * dev, gpu.begin() + (n + 1) * dev);
+    connect_group(*g, members, spec.intra_kind, spec.intra, cat("n", num(n), ".nvs"));
+  }
+  if (nodes > 1) {
+    std::vector<Port> nic(static_cast<std::size_t>(nodes) * nics);
+    for (int n = 0; n < nodes; ++n) {
+      for (int i = 0; i < nics; ++i) {
+        std::string name = cat("n", num(n), ".nic", num(i));
+        nic[n * nics + i] = {g->add_node(cat(name, ".tx"), true),
+                             g->add_node(cat(name, ".rx"), true)};
+      }
+      for (int j = 0; j < dev; ++j) {
+        const Port& port = nic[n * nics + j * nics / dev];
+        g->add_link(gpu[n * dev + j], port.up, spec.nic_link);
+        g->add_link(port.down, gpu[n * dev + j], spec.nic_link);
+      }
+    }
+    if (spec.inter_kind == InterKind::kSwitch) {
+      if (spec.rail_optimized) {
+        for (int i = 0; i < nics; ++i) {
+          int sw = g->add_node(cat("rail", num(i)), true);
+          for (int n = 0; n < nodes; ++n) attach(*g, nic[n * nics + i], sw, spec.inter);
+        }
+      } else {
+        int sw = g->add_node("sw", true);
+        for (const Port& x : nic) attach(*g, x, sw, spec.inter);
+      }
+    } else {
+      std::vector<Port> hosts;
+      hosts.reserve(nic.size());
+      if (spec.rail_optimized) {
+        for (int i = 0; i < nics; ++i) {
+          for (int n = 0; n < nodes; ++n) hosts.push_back(nic[n * nics + i]);
+        }
+      } else {
+        hosts = nic;
+      }
+      int k = spec.k > 0 ? spec.k : fat_tree_k_for(static_cast<int>(hosts.size()));
+      add_fat_tree(*g, hosts, k, spec.oversubscription, spec.inter);
+    }
+  }
+  g->set_endpoints(gpu);
+  g->finalize();
+  return g;
+}
+
+std::unique_ptr<GraphTopology> build_product_graph(const std::vector<Dim>& dims,
+                                                   EndpointProps endpoint) {
+  auto g = std::make_unique<GraphTopology>();
+  std::int64_t p = 1;
+  for (const Dim& d : dims) p *= d.size;
+  for (std::int64_t r = 0; r < p; ++r) g->add_node(cat("r", num(r)), false, endpoint);
+  std::int64_t stride = 1;
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    const int s = dims[d].size;
+    // One group per line: the ranks whose coordinates differ only in d; its
+    // first member has coordinate 0 in d.
+    for (std::int64_t r = 0; r < p; ++r) {
+      if (r / stride % s != 0) continue;
+      std::vector<int> members(s);
+      for (int c = 0; c < s; ++c) members[c] = static_cast<int>(r + c * stride);
+      std::int64_t line = r % stride + r / (stride * s) * stride;
+      connect_group(*g, members, dims[d].kind, dims[d].link,
+                    cat("d", num(static_cast<std::int64_t>(d)), ".sw", num(line)));
+    }
+    stride *= s;
+  }
+  g->finalize();
+  return g;
+}
+
+}  // namespace collkit

@@ -1,0 +1,283 @@
+#include "topologies/graph_topology.h"
+
+#include <algorithm>
+#include <boost/graph/compressed_sparse_row_graph.hpp>
+#include <boost/graph/dijkstra_shortest_paths.hpp>
+#include <boost/graph/dijkstra_shortest_paths_no_color_map.hpp>
+#include <boost/property_map/property_map.hpp>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <utility>
+
+namespace collkit {
+namespace {
+
+struct EdgeWeight {
+  std::int64_t weight = 0;
+};
+
+using Csr = boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, EdgeWeight,
+                                               boost::no_property, std::uint32_t, std::uint32_t>;
+
+constexpr std::int64_t kInf = std::numeric_limits<std::int64_t>::max();
+// Latency in whole picoseconds in the high bits, one hop in the low bits: the
+// lexicographic order (latency, hops) becomes one exact integer comparison.
+constexpr int kHopBits = 16;
+// Trees kept in memory: about this many distances in total (8 bytes each,
+// 16 in partial trees).
+constexpr std::size_t kTreeBudget = std::size_t{1} << 25;
+
+}  // namespace
+
+struct GraphTopology::Graph {
+  Csr csr;
+};
+
+GraphTopology::GraphTopology() = default;
+GraphTopology::~GraphTopology() = default;
+
+int GraphTopology::add_node(std::string name, bool is_switch, EndpointProps endpoint) {
+  names_.push_back(std::move(name));
+  is_switch_.push_back(is_switch);
+  node_endpoint_.push_back(endpoint);
+  return static_cast<int>(names_.size()) - 1;
+}
+
+LinkId GraphTopology::add_cable(int a, int b, LinkProps props) {
+  LinkId id = add_link(a, b, props);
+  add_link(b, a, props);
+  return id;
+}
+
+LinkId GraphTopology::add_link(int a, int b, LinkProps props) {
+  link_src_.push_back(a);
+  link_dst_.push_back(b);
+  link_props_.push_back(props);
+  return static_cast<LinkId>(link_src_.size()) - 1;
+}
+
+void GraphTopology::set_endpoints(std::vector<int> nodes) {
+  endpoints_ = std::move(nodes);
+  endpoints_set_ = true;
+}
+
+int GraphTopology::finalize() {
+  const int n = static_cast<int>(names_.size());
+  const std::size_t m = link_src_.size();
+  if (!endpoints_set_) {
+    for (int v = 0; v < n; ++v) {
+      if (!is_switch_[v]) endpoints_.push_back(v);
+    }
+  }
+  ranks_ = static_cast<int>(endpoints_.size());
+
+  // Link classes in order of first appearance, so ids are stable for a file.
+  std::map<std::pair<double, double>, int> class_ids;
+  link_class_.resize(m);
+  weight_.resize(m);
+  for (std::size_t l = 0; l < m; ++l) {
+    const LinkProps& p = link_props_[l];
+    auto [it, added] =
+        class_ids.try_emplace({p.bandwidth, p.latency}, static_cast<int>(classes_.size()));
+    if (added) classes_.push_back(p);
+    link_class_[l] = it->second;
+    weight_[l] = (std::llround(p.latency * 1e12) << kHopBits) + 1;
+  }
+  link_props_.clear();
+  link_props_.shrink_to_fit();
+
+  std::vector<std::int64_t> order(m);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t x, std::int64_t y) {
+    return link_dst_[x] != link_dst_[y] ? link_dst_[x] < link_dst_[y] : link_src_[x] < link_src_[y];
+  });
+  in_begin_.assign(n + 1, 0);
+  for (std::size_t l = 0; l < m; ++l) ++in_begin_[link_dst_[l] + 1];
+  for (int v = 0; v < n; ++v) in_begin_[v + 1] += in_begin_[v];
+  in_links_ = std::move(order);
+
+  std::vector<int> out_degree(n, 0);
+  via_.assign(n, -1);
+  for (std::size_t l = 0; l < m; ++l) {
+    ++out_degree[link_src_[l]];
+    via_[link_src_[l]] = static_cast<LinkId>(l);
+  }
+  for (int v = 0; v < n; ++v) {
+    if (out_degree[v] != 1) via_[v] = -1;
+  }
+
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges(m);
+  std::vector<EdgeWeight> props(m);
+  for (std::size_t l = 0; l < m; ++l) {
+    edges[l] = {static_cast<std::uint32_t>(link_src_[l]), static_cast<std::uint32_t>(link_dst_[l])};
+    props[l].weight = weight_[l];
+  }
+  graph_ = std::make_unique<Graph>(
+      Graph{Csr(boost::edges_are_unsorted_multi_pass, edges.begin(), edges.end(), props.begin(),
+                static_cast<std::uint32_t>(n))});
+
+  if (endpoints_.empty()) return -1;
+  // Every endpoint must reach endpoint 0 and be reached from it; then every
+  // pair is connected. Searched along in-links, then along out-links.
+  std::vector<LinkId> out_links(m);
+  std::vector<std::int64_t> out_begin(n + 1, 0);
+  for (std::size_t l = 0; l < m; ++l) ++out_begin[link_src_[l] + 1];
+  for (int v = 0; v < n; ++v) out_begin[v + 1] += out_begin[v];
+  std::vector<std::int64_t> fill(out_begin.begin(), out_begin.end() - 1);
+  for (std::size_t l = 0; l < m; ++l) out_links[fill[link_src_[l]]++] = static_cast<LinkId>(l);
+  for (bool forward : {false, true}) {
+    std::vector<char> seen(n, 0);
+    std::vector<int> stack = {endpoints_[0]};
+    seen[endpoints_[0]] = 1;
+    while (!stack.empty()) {
+      int v = stack.back();
+      stack.pop_back();
+      const auto& begin = forward ? out_begin : in_begin_;
+      for (std::int64_t i = begin[v]; i < begin[v + 1]; ++i) {
+        LinkId l = forward ? out_links[i] : in_links_[i];
+        int u = forward ? link_dst_[l] : link_src_[l];
+        if (!seen[u]) {
+          seen[u] = 1;
+          stack.push_back(u);
+        }
+      }
+    }
+    for (std::size_t r = 0; r < endpoints_.size(); ++r) {
+      if (!seen[endpoints_[r]]) return static_cast<int>(r);
+    }
+  }
+  return -1;
+}
+
+std::string GraphTopology::link_name(LinkId id) const {
+  return names_[link_src_[id]] + "->" + names_[link_dst_[id]];
+}
+
+namespace {
+
+// Thrown by the visitor to end Dijkstra early (Boost's documented way).
+struct TargetSettled {};
+
+// Records settled nodes; with a target, stops once it is settled.
+struct Recorder : boost::default_dijkstra_visitor {
+  std::vector<int>* examined;
+  std::int64_t target;  // -1: run to completion
+  template <class Vertex, class G>
+  void examine_vertex(Vertex v, const G&) const {
+    if (target < 0) return;
+    examined->push_back(static_cast<int>(v));
+    if (static_cast<std::int64_t>(v) == target) throw TargetSettled{};
+  }
+};
+
+}  // namespace
+
+std::int64_t GraphTopology::Tree::dist(int v) const {
+  if (full) return dense[v];
+  auto it = std::lower_bound(settled.begin(), settled.end(), std::pair<int, std::int64_t>{v, 0},
+                             [](const auto& a, const auto& b) { return a.first < b.first; });
+  return it != settled.end() && it->first == v ? it->second : kInf;
+}
+
+const GraphTopology::Tree& GraphTopology::tree(int root, int target) const {
+  auto it = trees_.find(root);
+  if (it != trees_.end()) {
+    Tree& t = it->second;
+    if (t.full || t.dist(target) != kInf) {
+      lru_.splice(lru_.begin(), lru_, t.lru);
+      return t;
+    }
+  }
+  const bool full = it != trees_.end();
+  const Csr& g = graph_->csr;
+  scratch_.resize(names_.size());
+  examined_.clear();
+  try {
+    boost::dijkstra_shortest_paths_no_color_map(
+        g, static_cast<std::uint32_t>(root),
+        boost::distance_map(
+            boost::make_iterator_property_map(scratch_.begin(), get(boost::vertex_index, g)))
+            .weight_map(get(&EdgeWeight::weight, g))
+            .distance_inf(kInf)
+            .visitor(Recorder{{}, &examined_, full ? -1 : target}));
+  } catch (const TargetSettled&) {
+  }
+  if (it == trees_.end()) {
+    lru_.push_front(root);
+    it = trees_.emplace(root, Tree{}).first;
+    it->second.lru = lru_.begin();
+  } else {
+    lru_.splice(lru_.begin(), lru_, it->second.lru);
+    stored_ -= it->second.size();
+  }
+  Tree& t = it->second;
+  t.full = full;
+  if (full) {
+    t.dense = scratch_;
+    t.settled = {};
+  } else {
+    t.settled.clear();
+    for (int v : examined_) t.settled.emplace_back(v, scratch_[v]);
+    std::sort(t.settled.begin(), t.settled.end());
+  }
+  stored_ += t.size();
+  // Least recently used trees go once the budget is passed, never the one
+  // just built.
+  while (stored_ > kTreeBudget && lru_.size() > 1) {
+    auto old = trees_.find(lru_.back());
+    stored_ -= old->second.size();
+    trees_.erase(old);
+    lru_.pop_back();
+  }
+  return t;
+}
+
+void GraphTopology::route(int src, int dst, std::vector<LinkId>& out) const {
+  out.clear();
+  const int s = endpoints_[src];
+  const int t = endpoints_[dst];
+  if (s == t) return;
+  // A single-homed source leaves by its only link; every shortest path from
+  // it is that link plus a shortest path from the neighbour, which cannot
+  // come back through the source (its only link leads away).
+  int root = s;
+  LinkId first = -1;
+  if (via_[s] >= 0) {
+    first = via_[s];
+    root = link_dst_[first];
+    if (root == t) {
+      out.push_back(first);
+      return;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Tree& tree_of_root = tree(root, t);
+  std::uint64_t sel = static_cast<std::uint64_t>(t);
+  int v = t;
+  while (v != root) {
+    const std::int64_t dv = tree_of_root.dist(v);
+    std::int64_t count = 0;
+    for (std::int64_t i = in_begin_[v]; i < in_begin_[v + 1]; ++i) {
+      LinkId l = in_links_[i];
+      std::int64_t du = tree_of_root.dist(link_src_[l]);
+      if (du != kInf && du + weight_[l] == dv) ++count;
+    }
+    std::int64_t pick = static_cast<std::int64_t>(sel % static_cast<std::uint64_t>(count));
+    sel /= static_cast<std::uint64_t>(count);
+    for (std::int64_t i = in_begin_[v];; ++i) {
+      LinkId l = in_links_[i];
+      std::int64_t du = tree_of_root.dist(link_src_[l]);
+      if (du != kInf && du + weight_[l] == dv && pick-- == 0) {
+        out.push_back(l);
+        v = link_src_[l];
+        break;
+      }
+    }
+  }
+  if (first >= 0) out.push_back(first);
+  std::reverse(out.begin(), out.end());
+}
+
+}  // namespace collkit

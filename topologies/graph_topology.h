@@ -1,0 +1,113 @@
+// Networks stored as a graph of nodes (endpoints, switches, NICs) and directed
+// links, routed with Boost.Graph's Dijkstra. Used for explicit files, fat
+// trees, hierarchical clusters and torus with shortest routing.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "topologies/topology.h"
+
+namespace collkit {
+
+// Route choice: a path minimises total latency, then hop count (both exact:
+// latency is compared in whole picoseconds). Among equal-cost paths the route
+// is built backwards from the destination; at each node the tight
+// predecessors (ordered by node index, then link id) are candidates and the
+// one at position sel % c is taken, with sel starting at the destination's
+// node index and divided by c at each step. With a single candidate that is
+// the only path; with many it spreads destinations over equal-cost paths the
+// way D-mod-k routing does in a fat tree, while staying deterministic.
+class GraphTopology : public Topology {
+ public:
+  GraphTopology();
+  ~GraphTopology() override;
+
+  // Building: nodes, then full-duplex cables, then finalize().
+  int add_node(std::string name, bool is_switch, EndpointProps endpoint = {});
+  // Adds directed links a->b and b->a (consecutive ids) and returns the id of
+  // a->b. Explicit files add only cables, so there cable c is links 2c, 2c+1.
+  LinkId add_cable(int a, int b, LinkProps props);
+  // One directed link: for generated parts whose two directions end in
+  // different nodes (a NIC's send and receive sides).
+  LinkId add_link(int a, int b, LinkProps props);
+  // Nodes that carry ranks, in rank order. Default: every non-switch node in
+  // the order added.
+  void set_endpoints(std::vector<int> nodes);
+  // Freezes the graph (adjacency, link classes). Returns the index of an
+  // endpoint that cannot reach or be reached from endpoint 0, or -1 if none.
+  int finalize();
+  void set_num_ranks(int ranks) { ranks_ = ranks; }
+
+  const std::string& node_name(int node) const { return names_[node]; }
+  bool is_switch(int node) const { return is_switch_[node]; }
+  int endpoint_node(int rank) const { return endpoints_[rank]; }
+  int link_src(LinkId id) const { return link_src_[id]; }
+  int link_dst(LinkId id) const { return link_dst_[id]; }
+
+  int num_ranks() const override { return ranks_; }
+  int num_endpoints() const override { return static_cast<int>(endpoints_.size()); }
+  std::int64_t num_nodes() const override { return static_cast<std::int64_t>(names_.size()); }
+  std::int64_t num_links() const override { return static_cast<std::int64_t>(link_src_.size()); }
+  EndpointProps endpoint(int rank) const override { return node_endpoint_[endpoints_[rank]]; }
+  LinkProps link(LinkId id) const override { return classes_[link_class_[id]]; }
+  std::string link_name(LinkId id) const override;
+  void route(int src, int dst, std::vector<LinkId>& out) const override;
+  int num_link_classes() const override { return static_cast<int>(classes_.size()); }
+  int link_class(LinkId id) const override { return link_class_[id]; }
+
+ private:
+  struct Graph;  // the Boost graph, kept out of this header
+  // Shortest distances (latency and hops packed in one integer) from a root.
+  // The first query from a root stops Dijkstra once its target is settled
+  // and keeps only the settled nodes (routes to nearby ranks, the common
+  // case in ring-like schedules, then cost a few heap operations and a few
+  // bytes); a later query that partial tree cannot answer computes the full
+  // tree.
+  struct Tree {
+    bool full = false;
+    std::vector<std::int64_t> dense;                    // full: every node
+    std::vector<std::pair<int, std::int64_t>> settled;  // partial: by node
+    std::list<int>::iterator lru;
+    // Distance of v; for a partial tree kInf unless v was settled (a node
+    // not settled is at least as far as the target, so it cannot precede a
+    // node of a route within the settled region).
+    std::int64_t dist(int v) const;
+    std::size_t size() const { return full ? dense.size() : settled.size(); }
+  };
+  const Tree& tree(int root, int target) const;  // caller holds mutex_
+
+  std::vector<std::string> names_;
+  std::vector<bool> is_switch_;
+  std::vector<EndpointProps> node_endpoint_;
+  std::vector<int> link_src_, link_dst_;
+  std::vector<LinkProps> link_props_;  // until finalize()
+  std::vector<int> link_class_;
+  std::vector<LinkProps> classes_;
+  std::vector<std::int64_t> weight_;  // Dijkstra weight of each link
+  std::vector<int> endpoints_;
+  bool endpoints_set_ = false;
+  int ranks_ = 0;
+  // In-links of each node sorted by (source node, link id): CSR arrays.
+  std::vector<std::int64_t> in_begin_;
+  std::vector<LinkId> in_links_;
+  // The only out-link of a node with one, else -1: such a source shares the
+  // tree of that neighbour (all hosts under one fat-tree edge switch do).
+  std::vector<LinkId> via_;
+  std::unique_ptr<Graph> graph_;
+
+  // Trees computed on demand, least recently used dropped beyond a memory cap.
+  mutable std::mutex mutex_;
+  mutable std::list<int> lru_;
+  mutable std::unordered_map<int, Tree> trees_;
+  mutable std::size_t stored_ = 0;             // distances held by trees_
+  mutable std::vector<std::int64_t> scratch_;  // Dijkstra's distance map
+  mutable std::vector<int> examined_;          // nodes settled, in order
+};
+
+}  // namespace collkit

@@ -1,0 +1,544 @@
+// The JSON topology loader: parses, validates every field (errors name the
+// file, the field as a path like links[3].bandwidth_gbps, and the value) and
+// builds the implicit or graph topology the file describes.
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <unordered_map>
+
+#include "algorithms/error.h"
+#include "topologies/astra.h"
+#include "topologies/builders.h"
+#include "topologies/sha256.h"
+#include "topologies/topology.h"
+
+namespace collkit {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::int64_t kMaxRanks = std::int64_t{1} << 30;
+// Latencies are compared in whole picoseconds with 16 bits left for hops
+// (graph routing); one second per link keeps path sums far from overflow.
+constexpr double kMaxLatencyUs = 1e6;
+constexpr int kMaxFatTreeK = 128;
+
+const std::vector<std::string> kTopKeys = {"name", "description", "endpoint", "generator",
+                                           "dims", "nodes",       "links",    "ranks"};
+const std::vector<std::string> kGeneratorKinds = {
+    "ring", "fully_connected", "switch", "torus", "hypercube", "fat_tree", "hierarchical"};
+const std::vector<std::string> kDimKinds = {"ring", "switch", "fully_connected"};
+
+std::string join_list(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+std::string field(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+std::string at(const std::string& path, std::size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+std::string show(const json& v) {
+  std::string s = v.dump();
+  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+}
+
+// Validating accessors: every failure throws FileError "file: field: problem".
+class Reader {
+ public:
+  explicit Reader(const std::string& file) : file_(file) {}
+
+  [[noreturn]] void fail(const std::string& path, const std::string& msg) const {
+    throw FileError(file_ + ": " + (path.empty() ? "(top level)" : path) + ": " + msg);
+  }
+
+  void object(const json& v, const std::string& path) const {
+    if (!v.is_object()) fail(path, "expected an object, got " + show(v));
+  }
+
+  const json& array(const json& v, const std::string& path) const {
+    if (!v.is_array()) fail(path, "expected an array, got " + show(v));
+    return v;
+  }
+
+  void keys(const json& obj, const std::string& path, const std::vector<std::string>& valid) const {
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      if (std::find(valid.begin(), valid.end(), it.key()) == valid.end()) {
+        fail(field(path, it.key()), "unknown key; valid keys here: " + join_list(valid));
+      }
+    }
+  }
+
+  const json* find(const json& obj, const std::string& key) const {
+    auto it = obj.find(key);
+    return it == obj.end() ? nullptr : &*it;
+  }
+
+  double number(const json& obj, const std::string& path, const std::string& key,
+                std::optional<double> def, const std::string& what) const {
+    const json* v = find(obj, key);
+    if (!v) {
+      if (!def) fail(field(path, key), "missing (" + what + ")");
+      return *def;
+    }
+    if (!v->is_number()) fail(field(path, key), "expected a number, got " + show(*v));
+    return v->get<double>();
+  }
+
+  // GB/s in the file, bytes per second returned.
+  double bandwidth(const json& obj, const std::string& path,
+                   const std::string& key = "bandwidth_gbps",
+                   std::optional<double> def_gbps = std::nullopt) const {
+    double gbps = number(obj, path, key, def_gbps, "bandwidth in GB/s, > 0");
+    if (!(gbps > 0)) fail(field(path, key), "must be > 0 (GB/s), got " + show(obj.at(key)));
+    return gbps * 1e9;
+  }
+
+  // Microseconds in the file, seconds returned.
+  double latency(const json& obj, const std::string& path,
+                 const std::string& key = "latency_us") const {
+    double us = number(obj, path, key, 0.0, "");
+    if (!(us >= 0)) fail(field(path, key), "must be >= 0 (microseconds), got " + show(obj.at(key)));
+    if (us > kMaxLatencyUs) {
+      fail(field(path, key), "must be at most 1e6 (one second), got " + show(obj.at(key)));
+    }
+    return us * 1e-6;
+  }
+
+  LinkProps link(const json& obj, const std::string& path) const {
+    return {bandwidth(obj, path), latency(obj, path)};
+  }
+
+  std::int64_t integer(const json& obj, const std::string& path, const std::string& key,
+                       std::int64_t lo, std::int64_t hi,
+                       std::optional<std::int64_t> def = std::nullopt) const {
+    const json* v = find(obj, key);
+    if (!v) {
+      if (!def) fail(field(path, key), "missing (an integer)");
+      return *def;
+    }
+    return integer_value(*v, field(path, key), lo, hi);
+  }
+
+  std::int64_t integer_value(const json& v, const std::string& path, std::int64_t lo,
+                             std::int64_t hi) const {
+    if (!v.is_number_integer()) fail(path, "expected an integer, got " + show(v));
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi)) {
+      fail(path, "must be at most " + std::to_string(hi) + ", got " + show(v));
+    }
+    std::int64_t x = v.get<std::int64_t>();
+    if (x < lo) fail(path, "must be at least " + std::to_string(lo) + ", got " + show(v));
+    if (x > hi) fail(path, "must be at most " + std::to_string(hi) + ", got " + show(v));
+    return x;
+  }
+
+  bool boolean(const json& obj, const std::string& path, const std::string& key, bool def) const {
+    const json* v = find(obj, key);
+    if (!v) return def;
+    if (!v->is_boolean()) fail(field(path, key), "expected true or false, got " + show(*v));
+    return v->get<bool>();
+  }
+
+  std::string string(const json& obj, const std::string& path, const std::string& key,
+                     std::optional<std::string> def = std::nullopt) const {
+    const json* v = find(obj, key);
+    if (!v) {
+      if (!def) fail(field(path, key), "missing (a string)");
+      return *def;
+    }
+    return string_value(*v, field(path, key));
+  }
+
+  std::string string_value(const json& v, const std::string& path) const {
+    if (!v.is_string()) fail(path, "expected a string, got " + show(v));
+    return v.get<std::string>();
+  }
+
+  // A string that must be one of `valid`.
+  std::string choice(const json& obj, const std::string& path, const std::string& key,
+                     const std::vector<std::string>& valid,
+                     std::optional<std::string> def = std::nullopt) const {
+    std::string s = string(obj, path, key, def);
+    if (std::find(valid.begin(), valid.end(), s) == valid.end()) {
+      fail(field(path, key), "unknown " + key + " \"" + s + "\"; valid: " + join_list(valid));
+    }
+    return s;
+  }
+
+  EndpointProps endpoint(const json& obj, const std::string& path, EndpointProps base) const {
+    if (const json* v = find(obj, "overhead_us")) {
+      double us = number(obj, path, "overhead_us", std::nullopt, "");
+      if (!(us >= 0)) {
+        fail(field(path, "overhead_us"), "must be >= 0 (microseconds), got " + show(*v));
+      }
+      base.overhead = us * 1e-6;
+    }
+    if (find(obj, "reduce_gbps")) base.reduce_bw = bandwidth(obj, path, "reduce_gbps");
+    return base;
+  }
+
+ private:
+  const std::string& file_;
+};
+
+DimKind dim_kind(const std::string& s) {
+  if (s == "ring") return DimKind::kRing;
+  if (s == "switch") return DimKind::kSwitch;
+  return DimKind::kFullyConnected;
+}
+
+std::unique_ptr<Topology> product(std::vector<Dim> dims, EndpointProps ep) {
+  return std::make_unique<ProductTopology>(std::move(dims), ep);
+}
+
+// Multiplies sizes, failing at `path` once the total passes kMaxRanks.
+void grow(const Reader& rd, std::int64_t& total, std::int64_t size, const std::string& path) {
+  total *= size;
+  if (total > kMaxRanks) rd.fail(path, "more than 2^30 ranks in total");
+}
+
+std::unique_ptr<Topology> generator(const Reader& rd, const json& gen, EndpointProps ep) {
+  const std::string p = "generator";
+  rd.object(gen, p);
+  std::string kind = rd.string(gen, p, "kind");
+  if (std::find(kGeneratorKinds.begin(), kGeneratorKinds.end(), kind) == kGeneratorKinds.end()) {
+    rd.fail(field(p, "kind"),
+            "unknown generator kind \"" + kind + "\"; valid kinds: " + join_list(kGeneratorKinds));
+  }
+  if (kind == "ring" || kind == "fully_connected" || kind == "switch") {
+    rd.keys(gen, p, {"kind", "ranks", "bandwidth_gbps", "latency_us"});
+    Dim d{dim_kind(kind), static_cast<int>(rd.integer(gen, p, "ranks", 1, kMaxRanks)),
+          rd.link(gen, p)};
+    return product({d}, ep);
+  }
+  if (kind == "torus") {
+    rd.keys(gen, p, {"kind", "shape", "routing", "bandwidth_gbps", "latency_us"});
+    const json* shape = rd.find(gen, "shape");
+    if (!shape) rd.fail(field(p, "shape"), "missing (sizes of the dimensions, e.g. [4, 4])");
+    rd.array(*shape, field(p, "shape"));
+    if (shape->empty()) rd.fail(field(p, "shape"), "needs at least one dimension");
+    LinkProps link = rd.link(gen, p);
+    std::vector<Dim> dims;
+    std::int64_t total = 1;
+    for (std::size_t i = 0; i < shape->size(); ++i) {
+      std::string ip = at(field(p, "shape"), i);
+      std::int64_t s = rd.integer_value((*shape)[i], ip, 1, kMaxRanks);
+      grow(rd, total, s, ip);
+      dims.push_back({DimKind::kRing, static_cast<int>(s), link});
+    }
+    std::string routing =
+        rd.choice(gen, p, "routing", {"dimension_order", "shortest"}, "dimension_order");
+    if (routing == "shortest") return build_product_graph(dims, ep);
+    return product(dims, ep);
+  }
+  if (kind == "hypercube") {
+    rd.keys(gen, p, {"kind", "dimension", "ranks", "bandwidth_gbps", "latency_us"});
+    const json* dim = rd.find(gen, "dimension");
+    const json* ranks = rd.find(gen, "ranks");
+    if (!dim && !ranks) rd.fail(field(p, "dimension"), "missing (give dimension or ranks)");
+    std::int64_t d = dim ? rd.integer(gen, p, "dimension", 0, 30) : 0;
+    if (ranks) {
+      std::int64_t r = rd.integer(gen, p, "ranks", 1, kMaxRanks);
+      if ((r & (r - 1)) != 0) {
+        rd.fail(field(p, "ranks"), "a hypercube needs a power of two, got " + show(*ranks));
+      }
+      std::int64_t log = 0;
+      while ((std::int64_t{1} << log) < r) ++log;
+      if (dim && log != d) {
+        rd.fail(field(p, "ranks"), "disagrees with dimension " + std::to_string(d) + " (2^" +
+                                       std::to_string(d) + " ranks), got " + show(*ranks));
+      }
+      d = log;
+    }
+    // A hypercube is the product of d two-rank dimensions.
+    return product(std::vector<Dim>(d, Dim{DimKind::kFullyConnected, 2, rd.link(gen, p)}), ep);
+  }
+  if (kind == "fat_tree") {
+    rd.keys(gen, p, {"kind", "k", "oversubscription", "bandwidth_gbps", "latency_us"});
+    std::int64_t k = rd.integer(gen, p, "k", 2, kMaxFatTreeK);
+    if (k % 2 != 0) rd.fail(field(p, "k"), "must be even, got " + show(gen.at("k")));
+    double os = rd.number(gen, p, "oversubscription", 1.0, "");
+    if (!(os >= 1)) {
+      rd.fail(field(p, "oversubscription"),
+              "must be >= 1 (2 = edge uplinks at half bandwidth), got " +
+                  show(gen.at("oversubscription")));
+    }
+    return build_fat_tree(static_cast<int>(k), os, rd.link(gen, p), ep);
+  }
+  // hierarchical
+  rd.keys(gen, p,
+          {"kind", "nodes", "devices_per_node", "intra", "nics_per_node", "nic_bandwidth_gbps",
+           "nic_latency_us", "inter", "rail_optimized"});
+  HierarchicalSpec spec;
+  spec.endpoint = ep;
+  spec.nodes = static_cast<int>(rd.integer(gen, p, "nodes", 1, kMaxRanks));
+  spec.devices_per_node = static_cast<int>(rd.integer(gen, p, "devices_per_node", 1, kMaxRanks));
+  std::int64_t total = spec.nodes;
+  grow(rd, total, spec.devices_per_node, field(p, "devices_per_node"));
+  // The fabrics are validated whenever given, and required where used.
+  const json* intra = rd.find(gen, "intra");
+  if (!intra && spec.devices_per_node > 1) {
+    rd.fail(field(p, "intra"),
+            "missing (the fabric inside a node: {kind, bandwidth_gbps, latency_us})");
+  }
+  if (intra) {
+    const std::string ip = field(p, "intra");
+    rd.object(*intra, ip);
+    rd.keys(*intra, ip, {"kind", "bandwidth_gbps", "latency_us"});
+    spec.intra_kind = dim_kind(rd.choice(*intra, ip, "kind", kDimKinds, "switch"));
+    spec.intra = rd.link(*intra, ip);
+  }
+  spec.nics_per_node =
+      static_cast<int>(rd.integer(gen, p, "nics_per_node", 1, spec.devices_per_node, 1));
+  spec.rail_optimized = rd.boolean(gen, p, "rail_optimized", false);
+  const json* inter = rd.find(gen, "inter");
+  if (!inter && spec.nodes > 1) {
+    rd.fail(field(p, "inter"),
+            "missing (the fabric between nodes: {kind, bandwidth_gbps, latency_us})");
+  }
+  if (inter) {
+    const std::string ip = field(p, "inter");
+    rd.object(*inter, ip);
+    rd.keys(*inter, ip, {"kind", "bandwidth_gbps", "latency_us", "k", "oversubscription"});
+    std::string ik = rd.choice(*inter, ip, "kind", {"switch", "fat_tree"}, "switch");
+    spec.inter = rd.link(*inter, ip);
+    spec.nic_link.bandwidth =
+        rd.bandwidth(gen, p, "nic_bandwidth_gbps", spec.inter.bandwidth / 1e9);
+    spec.nic_link.latency = rd.latency(gen, p, "nic_latency_us");
+    if (ik == "fat_tree") {
+      spec.inter_kind = InterKind::kFatTree;
+      std::int64_t nics = static_cast<std::int64_t>(spec.nodes) * spec.nics_per_node;
+      spec.k = static_cast<int>(rd.integer(*inter, ip, "k", 2, kMaxFatTreeK, 0));
+      if (spec.k % 2 != 0) rd.fail(field(ip, "k"), "must be even, got " + show(inter->at("k")));
+      std::int64_t k = spec.k > 0 ? spec.k : kMaxFatTreeK;
+      if (k * k * k / 4 < nics) {
+        rd.fail(field(ip, "k"), "k = " + std::to_string(k) + " gives " +
+                                    std::to_string(k * k * k / 4) + " host ports, fewer than the " +
+                                    std::to_string(nics) + " NICs");
+      }
+      spec.oversubscription = rd.number(*inter, ip, "oversubscription", 1.0, "");
+      if (!(spec.oversubscription >= 1)) {
+        rd.fail(field(ip, "oversubscription"),
+                "must be >= 1, got " + show(inter->at("oversubscription")));
+      }
+    } else {
+      for (const char* key : {"k", "oversubscription"}) {
+        if (rd.find(*inter, key)) rd.fail(field(ip, key), "only for kind fat_tree");
+      }
+    }
+  } else {
+    for (const char* key : {"nic_bandwidth_gbps", "nic_latency_us"}) {
+      if (rd.find(gen, key)) rd.fail(field(p, key), "needs an inter fabric (nodes > 1)");
+    }
+  }
+  return build_hierarchical(spec);
+}
+
+std::unique_ptr<Topology> dims_form(const Reader& rd, const json& dims, EndpointProps ep) {
+  rd.array(dims, "dims");
+  if (dims.empty()) rd.fail("dims", "needs at least one dimension");
+  std::vector<Dim> out;
+  std::int64_t total = 1;
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    const std::string p = at("dims", i);
+    rd.object(dims[i], p);
+    rd.keys(dims[i], p, {"kind", "size", "bandwidth_gbps", "latency_us"});
+    Dim d;
+    d.kind = dim_kind(rd.choice(dims[i], p, "kind", kDimKinds));
+    std::int64_t s = rd.integer(dims[i], p, "size", 1, kMaxRanks);
+    grow(rd, total, s, field(p, "size"));
+    d.size = static_cast<int>(s);
+    d.link = rd.link(dims[i], p);
+    out.push_back(d);
+  }
+  return product(std::move(out), ep);
+}
+
+std::unique_ptr<Topology> explicit_form(const Reader& rd, const json& top, EndpointProps ep) {
+  const json* nodes = rd.find(top, "nodes");
+  const json* links = rd.find(top, "links");
+  if (!nodes) rd.fail("nodes", "missing (the explicit form needs nodes and links)");
+  if (!links) rd.fail("links", "missing (the explicit form needs nodes and links)");
+  rd.array(*nodes, "nodes");
+  rd.array(*links, "links");
+  if (nodes->empty()) rd.fail("nodes", "empty");
+  auto g = std::make_unique<GraphTopology>();
+  std::unordered_map<std::string, std::pair<int, std::size_t>> ids;  // id -> (node, index)
+  for (std::size_t i = 0; i < nodes->size(); ++i) {
+    const std::string p = at("nodes", i);
+    const json& n = (*nodes)[i];
+    rd.object(n, p);
+    rd.keys(n, p, {"id", "switch", "overhead_us", "reduce_gbps"});
+    std::string id = rd.string(n, p, "id");
+    if (id.empty()) rd.fail(field(p, "id"), "must not be empty");
+    bool sw = rd.boolean(n, p, "switch", false);
+    EndpointProps node_ep = rd.endpoint(n, p, ep);
+    auto [it, added] = ids.try_emplace(id, static_cast<int>(i), i);
+    if (!added) {
+      rd.fail(field(p, "id"),
+              "duplicate node id \"" + id + "\" (first at " + at("nodes", it->second.second) + ")");
+    }
+    g->add_node(id, sw, node_ep);
+  }
+  auto node_of = [&](const json& v, const std::string& path) {
+    std::string id = rd.string_value(v, path);
+    auto it = ids.find(id);
+    if (it == ids.end()) rd.fail(path, "unknown node \"" + id + "\"");
+    return it->second.first;
+  };
+  for (std::size_t i = 0; i < links->size(); ++i) {
+    const std::string p = at("links", i);
+    const json& l = (*links)[i];
+    rd.object(l, p);
+    rd.keys(l, p, {"a", "b", "bandwidth_gbps", "latency_us"});
+    for (const char* end : {"a", "b"}) {
+      if (!rd.find(l, end)) rd.fail(field(p, end), "missing (a node id)");
+    }
+    int a = node_of(l.at("a"), field(p, "a"));
+    int b = node_of(l.at("b"), field(p, "b"));
+    if (a == b) rd.fail(field(p, "b"), "links node \"" + g->node_name(a) + "\" to itself");
+    g->add_cable(a, b, rd.link(l, p));
+  }
+  if (const json* ranks = rd.find(top, "ranks")) {
+    rd.array(*ranks, "ranks");
+    if (ranks->empty()) rd.fail("ranks", "empty (list the node ids that carry ranks)");
+    std::vector<int> eps;
+    std::vector<std::size_t> first(nodes->size(), ranks->size());
+    for (std::size_t i = 0; i < ranks->size(); ++i) {
+      const std::string p = at("ranks", i);
+      int v = node_of((*ranks)[i], p);
+      if (g->is_switch(v))
+        rd.fail(p, "node \"" + g->node_name(v) + "\" is a switch, not an endpoint");
+      if (first[v] != ranks->size()) {
+        rd.fail(p, "node \"" + g->node_name(v) + "\" listed twice (first at " +
+                       at("ranks", first[v]) + ")");
+      }
+      first[v] = i;
+      eps.push_back(v);
+    }
+    g->set_endpoints(std::move(eps));
+  }
+  int lost = g->finalize();
+  if (g->num_endpoints() == 0) rd.fail("nodes", "no endpoints (every node is a switch)");
+  if (lost >= 0) {
+    rd.fail("links", "the graph is disconnected: rank " + std::to_string(lost) + " (node \"" +
+                         g->node_name(g->endpoint_node(lost)) +
+                         "\") cannot be reached from rank 0 (node \"" +
+                         g->node_name(g->endpoint_node(0)) + "\")");
+  }
+  return g;
+}
+
+std::string stem(const std::string& file) {
+  std::string s = file.substr(file.find_last_of('/') + 1);
+  auto dot = s.find_last_of('.');
+  return dot == std::string::npos || dot == 0 ? s : s.substr(0, dot);
+}
+
+// Places `ranks` ranks (0 = all endpoints) and records where the file came from.
+std::unique_ptr<Topology> finish(std::unique_ptr<Topology> t, const std::string& file, int ranks) {
+  if (ranks < 0) {
+    throw FileError(file + ": --ranks: must be >= 0 (0 = every endpoint), got " +
+                    std::to_string(ranks));
+  }
+  if (ranks > t->num_endpoints()) {
+    throw FileError(file + ": --ranks: asks for " + std::to_string(ranks) +
+                    " ranks but the topology has " + std::to_string(t->num_endpoints()) +
+                    " endpoints");
+  }
+  if (ranks > 0) {
+    if (auto* g = dynamic_cast<GraphTopology*>(t.get())) g->set_num_ranks(ranks);
+    if (auto* p = dynamic_cast<ProductTopology*>(t.get())) p->set_num_ranks(ranks);
+  }
+  t->file = file;
+  return t;
+}
+
+std::string read_file(const std::string& path, const std::string& spec) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FileError(spec + ": cannot open the topology file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw FileError(spec + ": cannot read the topology file");
+  return ss.str();
+}
+
+}  // namespace
+
+std::unique_ptr<Topology> parse_topology(const std::string& text, const std::string& file,
+                                         int ranks) {
+  json top;
+  try {
+    top = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // e.byte is the 1-based offset of the character that failed to parse.
+    std::size_t pos = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
+    std::size_t line = 1 + std::count(text.begin(), text.begin() + pos, '\n');
+    std::size_t nl = text.rfind('\n', pos == 0 ? 0 : pos - 1);
+    std::size_t col = (nl == std::string::npos || pos == 0 || nl >= pos) ? pos + 1 : pos - nl;
+    std::string what = e.what();
+    // Keep nlohmann's explanation, not its own position prefix.
+    auto colon = what.find(": ", what.find("parse error"));
+    if (colon != std::string::npos) what = what.substr(colon + 2);
+    throw FileError(file + ":" + std::to_string(line) + ":" + std::to_string(col) +
+                    ": malformed JSON: " + what);
+  }
+  Reader rd(file);
+  rd.object(top, "");
+  rd.keys(top, "", kTopKeys);
+  EndpointProps ep;
+  if (const json* e = rd.find(top, "endpoint")) {
+    rd.object(*e, "endpoint");
+    rd.keys(*e, "endpoint", {"overhead_us", "reduce_gbps"});
+    ep = rd.endpoint(*e, "endpoint", ep);
+  }
+  const json* gen = rd.find(top, "generator");
+  const json* dims = rd.find(top, "dims");
+  bool expl = rd.find(top, "nodes") || rd.find(top, "links");
+  if ((gen != nullptr) + (dims != nullptr) + expl != 1) {
+    rd.fail("", gen || dims || expl
+                    ? "give exactly one of generator, dims, or nodes + links"
+                    : "missing the network: give generator, dims, or nodes + links");
+  }
+  if (!expl && rd.find(top, "ranks")) {
+    rd.fail("ranks", "only in the explicit form (generators take their size inside)");
+  }
+  std::unique_ptr<Topology> t = gen    ? generator(rd, *gen, ep)
+                                : dims ? dims_form(rd, *dims, ep)
+                                       : explicit_form(rd, top, ep);
+  t->name = rd.string(top, "", "name", stem(file));
+  t->description = rd.string(top, "", "description", "");
+  t->sha256 = sha256_hex(text);
+  return finish(std::move(t), file, ranks);
+}
+
+std::unique_ptr<Topology> load_topology(const std::string& spec, int ranks) {
+  static const std::string kAstra = "astra:";
+  if (spec.rfind(kAstra, 0) == 0) {
+    std::string path = spec.substr(kAstra.size());
+    std::string text = read_file(path, spec);
+    std::vector<Dim> dims = parse_astra_dims(text, spec);
+    std::string desc;
+    for (const Dim& d : dims) {
+      desc += (desc.empty() ? "" : " x ") + std::string(dim_kind_name(d.kind)) + "(" +
+              std::to_string(d.size) + ")";
+    }
+    desc = "ASTRA-sim analytical network " + desc;
+    auto t = std::make_unique<ProductTopology>(std::move(dims), EndpointProps{});
+    t->name = stem(path);
+    t->description = desc;
+    t->sha256 = sha256_hex(text);
+    return finish(std::move(t), spec, ranks);
+  }
+  std::string text = read_file(spec, spec);
+  return parse_topology(text, spec, ranks);
+}
+
+}  // namespace collkit
