@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "algorithms/schedule.h"
 #include "topologies/topology.h"
@@ -16,13 +17,20 @@ enum class NetModel : std::uint8_t {
 
 struct SimOptions {
   NetModel model = NetModel::flow;
+  // Also report when each rank finished (SimResult::rank_times): p doubles,
+  // off by default so runs at 2^20 ranks do not pay for it.
+  bool rank_times = false;
 };
 
 struct SimResult {
-  double time = 0;               // seconds until the last rank finishes
-  std::int64_t messages = 0;     // point-to-point transfers simulated
-  double bytes = 0;              // bytes moved by all transfers
-  std::int64_t events = 0;       // events processed (for performance reports)
+  double time = 0;                 // seconds until the last rank finishes
+  std::int64_t messages = 0;       // point-to-point transfers simulated
+  double bytes = 0;                // bytes moved by all transfers
+  std::int64_t events = 0;         // events processed (for performance reports)
+  std::vector<double> rank_times;  // per rank, when SimOptions::rank_times is set
+  // Flow model: the most flows one directed link carried at once (1 = no link
+  // was ever shared, so the run equals the alpha_beta answer). 0 under alpha_beta.
+  std::int64_t max_link_flows = 0;
 };
 
 // Ranks of the schedule are placed on ranks 0..p-1 of the topology; the

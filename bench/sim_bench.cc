@@ -1,0 +1,175 @@
+// Simulator performance (docs/SIMULATOR.md, "Performance"): wall time and peak
+// memory of simulate() on the scale targets. Run e.g.
+//   build/sim_bench --benchmark_filter=RingFatTree/4096
+// alone to read a target's peak RSS (it is the process's high-water mark).
+// Each benchmark needs a generator and the topology loader; an algorithm not
+// registered yet makes it skip with a message instead of failing.
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "algorithms/error.h"
+#include "algorithms/registry.h"
+#include "sim/engine.h"
+#include "topologies/topology.h"
+
+namespace collkit {
+namespace {
+
+double peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+}
+
+// The checkout this file was compiled from (CMake passes absolute paths), so
+// shipped topology files are found from any working directory.
+std::string source_dir() {
+  const std::string file = __FILE__;
+  return file.substr(0, file.size() - std::string("bench/sim_bench.cc").size());
+}
+
+std::unique_ptr<Topology> topology_or_skip(benchmark::State& state, const std::string& json,
+                                           int ranks) {
+  try {
+    return parse_topology(json, "sim_bench", ranks);
+  } catch (const Error& e) {
+    state.SkipWithError(e.what());
+    return nullptr;
+  }
+}
+
+std::unique_ptr<Schedule> schedule_or_skip(benchmark::State& state, ScheduleSpec spec) {
+  try {
+    return make_schedule(std::move(spec));
+  } catch (const Error& e) {
+    state.SkipWithError(e.what());
+    return nullptr;
+  }
+}
+
+// The smallest k-ary fat tree (k even, k^3/4 hosts) with at least p hosts:
+// 48 GB/s InfiniBand NDR links, 1.35 us per link (topologies/fat-tree-k8.json).
+std::string fat_tree_json(int p) {
+  int k = 2;
+  while (k * k * k / 4 < p) k += 2;
+  return R"({"name": "fat-tree-k)" + std::to_string(k) +
+         R"(", "endpoint": {"overhead_us": 0.5}, "generator": {"kind": "fat_tree", "k": )" +
+         std::to_string(k) +
+         R"(, "oversubscription": 1, "bandwidth_gbps": 48, "latency_us": 1.35}})";
+}
+
+ScheduleSpec all_reduce_spec(const std::string& algorithm, int p, std::int64_t bytes) {
+  ScheduleSpec spec;
+  spec.collective = Collective::all_reduce;
+  spec.algorithm = algorithm;
+  spec.ranks = p;
+  spec.count = bytes / 4;
+  spec.elem_size = 4;
+  return spec;
+}
+
+void report(benchmark::State& state, const SimResult& r) {
+  state.counters["sim_time_us"] = r.time * 1e6;
+  state.counters["events"] = static_cast<double>(r.events);
+  state.counters["messages"] = static_cast<double>(r.messages);
+  state.counters["peak_rss_MiB"] = peak_rss_mib();
+}
+
+// all_reduce `algorithm` on a fat tree, flow model, 16 MiB per rank. The
+// targets: ring at p=1024 <= 2 s; at p=4096 <= 20 s and <= 2 GiB.
+void run_fat_tree(benchmark::State& state, const std::string& algorithm) {
+  const int p = static_cast<int>(state.range(0));
+  const auto topo = topology_or_skip(state, fat_tree_json(p), p);
+  if (!topo) return;
+  const auto schedule = schedule_or_skip(state, all_reduce_spec(algorithm, p, 16 << 20));
+  if (!schedule) return;
+  SimResult r;
+  for (auto _ : state) r = simulate(*schedule, *topo, SimOptions{NetModel::flow});
+  report(state, r);
+}
+
+void BM_RingFatTree(benchmark::State& state) { run_fat_tree(state, "ring"); }
+BENCHMARK(BM_RingFatTree)
+    ->RangeMultiplier(2)
+    ->Range(64, 4096)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+void BM_RabenseifnerFatTree(benchmark::State& state) { run_fat_tree(state, "rabenseifner"); }
+BENCHMARK(BM_RabenseifnerFatTree)
+    ->RangeMultiplier(2)
+    ->Range(64, 4096)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+// recursive_doubling all_reduce at p = 2^20 on fully_connected, alpha-beta
+// model, 1 MiB per rank. Target: <= 20 s.
+void BM_RecursiveDoublingFullyConnected(benchmark::State& state) {
+  const int p = static_cast<int>(state.range(0));
+  const std::string json = R"({"name": "fc", "generator": {"kind": "fully_connected", "ranks": )" +
+                           std::to_string(p) + R"(, "bandwidth_gbps": 100, "latency_us": 1.0}})";
+  const auto topo = topology_or_skip(state, json, p);
+  if (!topo) return;
+  const auto schedule = schedule_or_skip(state, all_reduce_spec("recursive_doubling", p, 1 << 20));
+  if (!schedule) return;
+  SimResult r;
+  for (auto _ : state) r = simulate(*schedule, *topo, SimOptions{NetModel::alpha_beta});
+  report(state, r);
+}
+BENCHMARK(BM_RecursiveDoublingFullyConnected)
+    ->Arg(1 << 16)
+    ->Arg(1 << 20)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+// Every registered all_reduce algorithm at 64 sizes (32 B to 64 MiB, ratio
+// 2^(1/3)) on topologies/dgx-h100.json, flow model. Target: <= 1 s per sweep.
+void BM_SweepDgxH100(benchmark::State& state) {
+  std::unique_ptr<Topology> topo;
+  try {
+    topo = load_topology(source_dir() + "topologies/dgx-h100.json");
+  } catch (const Error& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  const int p = topo->num_ranks();
+  std::vector<std::unique_ptr<Schedule>> schedules;
+  for (const AlgorithmDef* def : algorithms_for(Collective::all_reduce)) {
+    for (int k = 0; k < 64; ++k) {
+      const auto elems = static_cast<std::int64_t>(std::llround(std::exp2(k / 3.0)));
+      try {
+        schedules.push_back(make_schedule(all_reduce_spec(def->name, p, elems * p * 4)));
+      } catch (const UsageError&) {
+        break;  // the algorithm does not accept this p: the sweep leaves it out
+      }
+    }
+  }
+  if (schedules.empty()) {
+    state.SkipWithError("no all_reduce algorithm registered");
+    return;
+  }
+  double total = 0;
+  std::int64_t events = 0;
+  for (auto _ : state) {
+    total = 0;
+    events = 0;
+    for (const auto& s : schedules) {
+      const SimResult r = simulate(*s, *topo);
+      total += r.time;
+      events += r.events;
+    }
+  }
+  state.counters["simulations"] = static_cast<double>(schedules.size());
+  state.counters["events"] = static_cast<double>(events);
+  state.counters["sum_sim_time_us"] = total * 1e6;
+}
+BENCHMARK(BM_SweepDgxH100)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace collkit
+
+BENCHMARK_MAIN();

@@ -1,0 +1,460 @@
+#include "sim/engine.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "algorithms/error.h"
+#include "sim/flow_network.h"
+
+namespace collkit {
+namespace {
+
+using sim_detail::FlowNetwork;
+
+constexpr std::uint32_t kNil = 0xffffffffu;
+
+// A send or receive posted before its counterpart, kept by its receiver.
+// Per ordered pair only one side can be waiting (a post of the other side
+// matches at once), so the oldest waiting post of the peer on the opposite
+// side is the FIFO match.
+struct Post {
+  double time;
+  std::int64_t count;
+  std::int32_t peer;  // the sender, for both kinds (the receiver keeps the post)
+  bool is_send;
+  bool reduce;
+};
+
+// Posts beyond a rank's first, in a pool with a free list.
+struct Posted {
+  Post post;
+  std::uint32_t next;
+};
+
+// Per-rank state: the rank's coroutine plus the bookkeeping of its current
+// step and its waiting posts. One cache line: at 2^20 ranks every access to a
+// peer is a cache miss, so a match should need no other line.
+struct alignas(64) RankState {
+  Generator<Step> program;
+  double done = 0;           // latest completion among the step's finished ops (>= its start)
+  double local = 0;          // cost of the step's local reductions, paid after its communication
+  std::int32_t pending = 0;  // communication ops still outstanding; -1 once finished
+  // Unmatched posts whose receiver is this rank (its own receives and sends
+  // addressed to it), oldest first: `first`, then the pooled list. Matching
+  // looks here rather than in a table keyed by pair, since this line is
+  // touched anyway when the transfer completes; the list holds the few posts
+  // of a step plus early sends from ranks that are ahead.
+  bool has_first = false;
+  Post first{};
+  std::uint32_t more_head = kNil;
+  std::uint32_t more_tail = kNil;
+};
+
+struct Transfer {
+  int src;
+  int dst;
+  double bytes;
+  bool reduce;
+};
+
+class Engine {
+ public:
+  Engine(const Schedule& schedule, const Topology& topology, const SimOptions& options)
+      : schedule_(schedule),
+        topology_(topology),
+        options_(options),
+        p_(schedule.ranks()),
+        elem_size_(schedule.spec().elem_size),
+        ranks_(static_cast<std::size_t>(p_)),
+        routes_(route_cache_size(p_)) {
+    if (options_.model == NetModel::flow) network_.emplace(topology_);
+    if (options_.rank_times) result_.rank_times.assign(static_cast<std::size_t>(p_), 0.0);
+  }
+
+  SimResult run() {
+    for (int r = 0; r < p_; ++r) {
+      ranks_[r].program = schedule_.program(r);
+      advance(r, 0.0);
+      drain();
+    }
+    if (options_.model == NetModel::flow) run_network();
+    if (finished_ != p_) throw_deadlock();
+    result_.time = end_time_;
+    result_.events = events_ + (network_ ? network_->events() : 0);
+    if (network_) result_.max_link_flows = network_->max_link_flows();
+    return result_;
+  }
+
+ private:
+  // Runs the rank's steps from time `t` until one communicates (its ops are
+  // then posted) or the program ends. Steps with only local ops cost their
+  // reductions and need no event.
+  void advance(int rank, double t) {
+    RankState& s = ranks_[rank];
+    for (;;) {
+      if (!s.program.next()) {
+        s.pending = -1;
+        s.done = t;
+        s.program = {};  // frees the coroutine frame now, not at the end of the run
+        end_time_ = std::max(end_time_, t);
+        if (options_.rank_times) result_.rank_times[rank] = t;
+        ++finished_;
+        return;
+      }
+      ++events_;
+      const Step& step = s.program.value();
+      int comm = 0;
+      double local = 0;
+      for (const Op& op : step.ops) {
+        if (op.kind == OpKind::send || op.kind == OpKind::recv) {
+          ++comm;
+        } else if (op.kind == OpKind::reduce) {
+          local += reduce_time(rank, static_cast<double>(op.src.count) * elem_size_);
+        }
+      }
+      if (comm == 0) {
+        t += local;
+        continue;
+      }
+      s.done = t;
+      s.local = local;
+      s.pending = comm;
+      for (const Op& op : step.ops)
+        if (op.kind == OpKind::send || op.kind == OpKind::recv) post(rank, op, t);
+      return;
+    }
+  }
+
+  double reduce_time(int rank, double bytes) const {
+    const double bw = topology_.endpoint(rank).reduce_bw;
+    return bw > 0 ? bytes / bw : 0.0;
+  }
+
+  void post(int rank, const Op& op, double t) {
+    const bool is_send = op.kind == OpKind::send;
+    const std::int64_t count = is_send ? op.src.count : op.dst.count;
+    if (op.peer < 0 || op.peer >= p_ || op.peer == rank)
+      throw ScheduleError(describe_op(rank, op) + ": peer out of range for " + std::to_string(p_) +
+                          " ranks");
+    if (count < 0) throw ScheduleError(describe_op(rank, op) + ": negative count");
+    const int src = is_send ? rank : op.peer;
+    const int dst = is_send ? op.peer : rank;
+    RankState& receiver = ranks_[dst];
+    Post other{};
+    if (!take_match(receiver, src, is_send, other)) {
+      const Post mine{t, count, src, is_send, !is_send && op.combine == Combine::reduce};
+      if (!receiver.has_first) {
+        receiver.first = mine;
+        receiver.has_first = true;
+        return;
+      }
+      std::uint32_t idx;
+      if (!free_posted_.empty()) {
+        idx = free_posted_.back();
+        free_posted_.pop_back();
+      } else {
+        idx = static_cast<std::uint32_t>(posted_.size());
+        posted_.emplace_back();
+      }
+      posted_[idx] = Posted{mine, kNil};
+      if (receiver.more_tail == kNil) {
+        receiver.more_head = idx;
+      } else {
+        posted_[receiver.more_tail].next = idx;
+      }
+      receiver.more_tail = idx;
+      return;
+    }
+    if (other.count != count)
+      throw ScheduleError("rank " + std::to_string(src) + " sends " +
+                          std::to_string(is_send ? count : other.count) + " elements to rank " +
+                          std::to_string(dst) + " but the matching receive expects " +
+                          std::to_string(is_send ? other.count : count));
+    const bool reduce = is_send ? other.reduce : op.combine == Combine::reduce;
+    start_transfer(src, dst, static_cast<double>(count) * elem_size_, reduce,
+                   std::max(t, other.time));
+  }
+
+  // Removes from the receiver's waiting posts the oldest one from `src` on
+  // the side opposite to `is_send`, into `out`; false if there is none.
+  bool take_match(RankState& receiver, int src, bool is_send, Post& out) {
+    if (!receiver.has_first) return false;
+    const auto wanted = [&](const Post& p) { return p.peer == src && p.is_send != is_send; };
+    if (wanted(receiver.first)) {
+      out = receiver.first;
+      const std::uint32_t idx = receiver.more_head;
+      if (idx == kNil) {
+        receiver.has_first = false;
+        return true;
+      }
+      receiver.first = posted_[idx].post;
+      receiver.more_head = posted_[idx].next;
+      if (receiver.more_head == kNil) receiver.more_tail = kNil;
+      free_posted_.push_back(idx);
+      return true;
+    }
+    std::uint32_t prev = kNil;
+    for (std::uint32_t i = receiver.more_head; i != kNil; prev = i, i = posted_[i].next) {
+      if (!wanted(posted_[i].post)) continue;
+      out = posted_[i].post;
+      if (prev == kNil) {
+        receiver.more_head = posted_[i].next;
+      } else {
+        posted_[prev].next = posted_[i].next;
+      }
+      if (receiver.more_tail == i) receiver.more_tail = prev;
+      free_posted_.push_back(i);
+      return true;
+    }
+    return false;
+  }
+
+  // What a transfer needs of its route, from a set-associative cache keyed by
+  // the ordered pair: schedules talk to few peers per rank while a graph
+  // topology's route() walks a shortest-path tree under a lock. A fixed-size
+  // table (a colliding pair evicts) bounds memory and never rehashes, which
+  // matters for log-step algorithms at 2^20 ranks whose pairs are used once.
+  struct Route {
+    double latency;
+    double bottleneck;
+    const std::uint32_t* slots;  // link slots in the flow network (flow model only)
+    std::uint32_t hops;
+  };
+  static constexpr std::uint32_t kCachedHops = 12;
+  struct CachedRoute {
+    std::uint64_t key = ~std::uint64_t{0};
+    double latency = 0;
+    double bottleneck = 0;
+    std::uint32_t hops = 0;
+    std::uint32_t slots[kCachedHops];
+  };
+
+  // Two ways per set: ring-like schedules use about p pairs, and with one way
+  // a fifth of them would keep evicting each other.
+  static std::size_t route_cache_size(int p) {
+    std::size_t size = 16;
+    while (size < 4 * static_cast<std::size_t>(p) && size < (std::size_t{1} << 16)) size *= 2;
+    return size;
+  }
+
+  // When almost every lookup misses (pairs used once, as in recursive
+  // doubling at 2^20 ranks), probing the table only costs a cache miss per
+  // message: the cache is then bypassed for a while and re-tried. This never
+  // changes a result, only where a route comes from.
+  static constexpr std::uint32_t kRouteWindow = 1u << 16;
+  static constexpr std::uint32_t kBypassWindows = 15;
+
+  Route route(int src, int dst) {
+    if (++route_lookups_ == kRouteWindow) {
+      if (route_bypass_ > 0) {
+        --route_bypass_;
+      } else if (route_hits_ < kRouteWindow / 16) {
+        route_bypass_ = kBypassWindows;
+      }
+      route_lookups_ = 0;
+      route_hits_ = 0;
+    }
+    const std::uint64_t key = pair_key(src, dst);
+    CachedRoute* set = nullptr;
+    if (route_bypass_ == 0) {
+      const std::uint64_t h = key * 0x9e3779b97f4a7c15ULL;
+      set = &routes_[(h ^ (h >> 29)) & (routes_.size() - 2)];
+      for (int way = 0; way < 2; ++way) {
+        if (set[way].key == key) {
+          ++route_hits_;
+          return Route{set[way].latency, set[way].bottleneck, set[way].slots, set[way].hops};
+        }
+      }
+    }
+    topology_.route(src, dst, route_);
+    if (route_.empty())
+      throw Error("topology '" + topology_.name + "' has no route from rank " +
+                  std::to_string(src) + " to rank " + std::to_string(dst));
+    Route r{0, std::numeric_limits<double>::infinity(), nullptr,
+            static_cast<std::uint32_t>(route_.size())};
+    for (LinkId id : route_) {
+      const LinkProps link = topology_.link(id);
+      r.latency += link.latency;
+      r.bottleneck = std::min(r.bottleneck, link.bandwidth);
+    }
+    const bool cache = set != nullptr && r.hops <= kCachedHops;
+    std::uint32_t* slots;
+    if (cache) {
+      // The newest route goes to way 0 and the one it displaces to way 1.
+      set[1] = set[0];
+      set[0].key = key;
+      set[0].latency = r.latency;
+      set[0].bottleneck = r.bottleneck;
+      set[0].hops = r.hops;
+      slots = set[0].slots;
+    } else {
+      scratch_slots_.resize(r.hops);
+      slots = scratch_slots_.data();
+    }
+    if (network_)
+      for (std::uint32_t i = 0; i < r.hops; ++i) slots[i] = network_->link_slot(route_[i]);
+    r.slots = slots;
+    return r;
+  }
+
+  // Both sides have posted at `start`. The sender pays its overhead, the
+  // header crosses the route (sum of latencies), then the data flows; the
+  // receiver of a reducing recv then pays the reduction.
+  void start_transfer(int src, int dst, double bytes, bool reduce, double start) {
+    const Route r = route(src, dst);
+    const double arrive = start + topology_.endpoint(src).overhead + r.latency;
+    ++result_.messages;
+    result_.bytes += bytes;
+    if (!network_ || bytes == 0) {
+      const double done = bytes == 0 ? arrive : arrive + bytes / r.bottleneck;
+      finish_transfer(Transfer{src, dst, bytes, reduce}, done);
+      return;
+    }
+    std::uint32_t tag;
+    if (!free_transfers_.empty()) {
+      tag = free_transfers_.back();
+      free_transfers_.pop_back();
+    } else {
+      tag = static_cast<std::uint32_t>(transfers_.size());
+      transfers_.emplace_back();
+    }
+    transfers_[tag] = Transfer{src, dst, bytes, reduce};
+    network_->add(arrive, r.slots, r.hops, bytes, tag);
+  }
+
+  void finish_transfer(const Transfer& t, double done) {
+    complete(t.src, done);
+    complete(t.dst, t.reduce ? done + reduce_time(t.dst, t.bytes) : done);
+  }
+
+  // An op of the rank's current step completes at `time` (which may lie
+  // ahead of the network clock: nothing else can delay it). The step ends with
+  // its last op; the rank then runs its local reductions and its next step.
+  void complete(int rank, double time) {
+    RankState& s = ranks_[rank];
+    s.done = std::max(s.done, time);
+    if (--s.pending == 0) ready_.push_back(rank);
+  }
+
+  void drain() {
+    while (!ready_.empty()) {
+      const int rank = ready_.back();
+      ready_.pop_back();
+      const RankState& s = ranks_[rank];
+      advance(rank, s.done + s.local);
+    }
+  }
+
+  // Event loop of the flow model. All events at one instant are applied
+  // before rates are recomputed once, including flows that ranks released by
+  // those events start at the same instant.
+  void run_network() {
+    FlowNetwork& net = *network_;
+    double now = 0;
+    while (net.peek(now)) {
+      double next = now;
+      do {
+        completed_.clear();
+        net.pop_at(now, completed_);
+        for (std::uint32_t tag : completed_) {
+          const Transfer t = transfers_[tag];
+          free_transfers_.push_back(tag);
+          finish_transfer(t, now);
+        }
+        drain();
+      } while (net.peek(next) && next == now);
+      net.reallocate(now);
+    }
+  }
+
+  static std::uint64_t pair_key(int src, int dst) {
+    return static_cast<std::uint64_t>(src) << 32 | static_cast<std::uint32_t>(dst);
+  }
+
+  std::string describe_op(int rank, const Op& op) const {
+    return "schedule " + std::string(to_string(schedule_.spec().collective)) + "/" +
+           schedule_.spec().algorithm + ": rank " + std::to_string(rank) + " " +
+           std::string(to_string(op.kind)) + " with peer " + std::to_string(op.peer);
+  }
+
+  [[noreturn]] void throw_deadlock() const {
+    // Every unfinished rank waits on at least one unmatched post.
+    struct Waiting {
+      int rank;
+      bool is_send;
+      int peer;
+      std::int64_t count;
+    };
+    std::vector<Waiting> waiting;
+    const auto add = [&](int dst, const Post& e) {
+      waiting.push_back(e.is_send ? Waiting{e.peer, true, dst, e.count}
+                                  : Waiting{dst, false, e.peer, e.count});
+    };
+    for (int dst = 0; dst < p_; ++dst) {
+      if (!ranks_[dst].has_first) continue;
+      add(dst, ranks_[dst].first);
+      for (std::uint32_t i = ranks_[dst].more_head; i != kNil; i = posted_[i].next)
+        add(dst, posted_[i].post);
+    }
+    std::sort(waiting.begin(), waiting.end(), [](const Waiting& a, const Waiting& b) {
+      return a.rank != b.rank ? a.rank < b.rank : a.peer < b.peer;
+    });
+    std::string msg =
+        "deadlock in schedule " + std::string(to_string(schedule_.spec().collective)) + "/" +
+        schedule_.spec().algorithm + " (p=" + std::to_string(p_) +
+        "): " + std::to_string(p_ - finished_) + " rank(s) cannot finish; stuck ranks:";
+    constexpr std::size_t kShown = 8;
+    for (std::size_t i = 0; i < waiting.size() && i < kShown; ++i) {
+      const Waiting& w = waiting[i];
+      msg += (i == 0 ? " " : "; ") + std::string("rank ") + std::to_string(w.rank) +
+             (w.is_send ? " sends to " : " receives from ") + std::to_string(w.peer) + " (" +
+             std::to_string(w.count) + " elements, unmatched)";
+    }
+    if (waiting.size() > kShown)
+      msg += "; ... and " + std::to_string(waiting.size() - kShown) + " more unmatched posts";
+    throw ScheduleError(msg);
+  }
+
+  const Schedule& schedule_;
+  const Topology& topology_;
+  const SimOptions options_;
+  const int p_;
+  const int elem_size_;
+  std::vector<RankState> ranks_;
+  std::vector<int> ready_;
+  std::vector<Posted> posted_;
+  std::vector<std::uint32_t> free_posted_;
+  std::vector<LinkId> route_;
+  std::vector<CachedRoute> routes_;
+  std::vector<std::uint32_t> scratch_slots_;  // routes not cached
+  std::uint32_t route_lookups_ = 0;
+  std::uint32_t route_hits_ = 0;
+  std::uint32_t route_bypass_ = 0;  // windows left without the cache
+  // Present in flow mode only: under alpha_beta every transfer's end is known
+  // when it starts, so no event queue is needed at all.
+  std::optional<FlowNetwork> network_;
+  std::vector<Transfer> transfers_;
+  std::vector<std::uint32_t> free_transfers_;
+  std::vector<std::uint32_t> completed_;
+  SimResult result_;
+  double end_time_ = 0;
+  int finished_ = 0;
+  std::int64_t events_ = 0;
+};
+
+}  // namespace
+
+SimResult simulate(const Schedule& schedule, const Topology& topology, const SimOptions& options) {
+  if (topology.num_ranks() < schedule.ranks())
+    throw UsageError("topology '" + topology.name + "' has " +
+                     std::to_string(topology.num_ranks()) + " ranks but schedule " +
+                     std::string(to_string(schedule.spec().collective)) + "/" +
+                     schedule.spec().algorithm + " needs " + std::to_string(schedule.ranks()));
+  return Engine(schedule, topology, options).run();
+}
+
+}  // namespace collkit

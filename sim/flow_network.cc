@@ -1,0 +1,224 @@
+#include "sim/flow_network.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+namespace collkit::sim_detail {
+
+std::uint32_t FlowNetwork::link_slot(LinkId id) {
+  bool inserted = false;
+  std::uint32_t& slot = slot_of_.insert(static_cast<std::uint64_t>(id), inserted);
+  if (inserted) {
+    slot = static_cast<std::uint32_t>(links_.size());
+    links_.emplace_back();
+    links_.back().capacity = topology_.link(id).bandwidth;
+  }
+  return slot;
+}
+
+void FlowNetwork::schedule(std::uint32_t flow, double time) {
+  const std::uint32_t stamp = ++flows_[flow].stamp;
+  std::uint64_t bits;
+  static_assert(sizeof bits == sizeof time);
+  std::memcpy(&bits, &time, sizeof bits);
+  bool inserted = false;
+  std::uint32_t& slot = group_of_.insert(bits, inserted);
+  if (inserted) {
+    if (!free_groups_.empty()) {
+      slot = free_groups_.back();
+      free_groups_.pop_back();
+    } else {
+      slot = static_cast<std::uint32_t>(groups_.size());
+      groups_.emplace_back();
+    }
+    groups_[slot].time = time;
+    times_.emplace(time, slot);
+  }
+  groups_[slot].items.push_back(Pending{flow, stamp});
+}
+
+void FlowNetwork::add(double start, const std::uint32_t* slots, std::uint32_t hops, double bytes,
+                      std::uint32_t tag) {
+  std::uint32_t f;
+  if (!free_flows_.empty()) {
+    f = free_flows_.back();
+    free_flows_.pop_back();
+  } else {
+    f = static_cast<std::uint32_t>(flows_.size());
+    flows_.emplace_back();
+  }
+  Flow& flow = flows_[f];
+  flow.hops.clear();
+  for (std::uint32_t h = 0; h < hops; ++h) flow.hops.push_back(Hop{slots[h], kNone});
+  flow.remaining = bytes;
+  flow.rate = 0;
+  flow.last = start;
+  flow.tag = tag;
+  flow.active = false;
+  schedule(f, start);
+}
+
+bool FlowNetwork::peek(double& time) {
+  if (times_.empty()) return false;
+  time = times_.top().first;
+  return true;
+}
+
+void FlowNetwork::join(std::uint32_t f) {
+  Flow& flow = flows_[f];
+  for (std::uint32_t h = 0; h < flow.hops.size(); ++h) {
+    Link& link = links_[flow.hops[h].link];
+    flow.hops[h].pos = static_cast<std::uint32_t>(link.flows.size());
+    link.flows.push_back(LinkFlow{f, h});
+    max_link_flows_ = std::max(max_link_flows_, static_cast<std::int64_t>(link.flows.size()));
+    dirty_links_.push_back(flow.hops[h].link);
+  }
+  flow.active = true;
+}
+
+void FlowNetwork::leave(std::uint32_t f) {
+  Flow& flow = flows_[f];
+  for (const Hop& hop : flow.hops) {
+    Link& link = links_[hop.link];
+    const LinkFlow moved = link.flows.back();
+    link.flows[hop.pos] = moved;
+    flows_[moved.flow].hops[moved.hop].pos = hop.pos;
+    link.flows.pop_back();
+    dirty_links_.push_back(hop.link);
+  }
+  flow.rate = 0;
+  flow.active = false;
+  ++flow.stamp;
+  free_flows_.push_back(f);
+}
+
+void FlowNetwork::pop_at(double time, std::vector<std::uint32_t>& completed) {
+  if (times_.empty() || times_.top().first != time) return;
+  const std::uint32_t g = times_.top().second;
+  times_.pop();
+  std::uint64_t bits;
+  std::memcpy(&bits, &time, sizeof bits);
+  group_of_.erase(bits);
+  // Swapped out so that the group can be reused at once; events scheduled for
+  // this same instant while the caller reacts land in a fresh group.
+  popped_.clear();
+  popped_.swap(groups_[g].items);
+  free_groups_.push_back(g);
+  for (const Pending& e : popped_) {
+    Flow& flow = flows_[e.flow];
+    if (flow.stamp != e.stamp) continue;
+    ++flow.stamp;  // consumed: no event is pending until the next schedule()
+    ++events_;
+    if (!flow.active) {
+      join(e.flow);
+    } else {
+      completed.push_back(flow.tag);
+      leave(e.flow);
+    }
+  }
+}
+
+void FlowNetwork::fill() {
+  // Progressive filling: the link offering the smallest equal share to its
+  // unfrozen flows is the next bottleneck; its flows freeze at that share and
+  // their usage is removed from the other links they cross. A heap keyed by
+  // (share, slot) with versioned entries finds it in O(log links) and makes
+  // ties deterministic.
+  fill_heap_.clear();
+  const ShareLater later;
+  for (std::uint32_t l : comp_links_) {
+    Link& link = links_[l];
+    link.fill_left = link.capacity;
+    link.fill_count = static_cast<std::uint32_t>(link.flows.size());
+    ++link.fill_version;
+    if (link.fill_count > 0)
+      fill_heap_.push_back(Share{link.capacity / link.fill_count, l, link.fill_version});
+  }
+  std::make_heap(fill_heap_.begin(), fill_heap_.end(), later);
+  // Shares are non-decreasing in exact arithmetic; the floor keeps rounding in
+  // fill_left from ever producing a smaller (or zero) rate.
+  double floor = 0;
+  while (!fill_heap_.empty()) {
+    std::pop_heap(fill_heap_.begin(), fill_heap_.end(), later);
+    const Share top = fill_heap_.back();
+    fill_heap_.pop_back();
+    Link& bottleneck = links_[top.link];
+    if (top.version != bottleneck.fill_version || bottleneck.fill_count == 0) continue;
+    const double rate = std::max(top.share, floor);
+    floor = rate;
+    bottleneck.fill_count = 0;
+    ++bottleneck.fill_version;
+    for (const LinkFlow& lf : bottleneck.flows) {
+      Flow& flow = flows_[lf.flow];
+      if (flow.frozen) continue;
+      flow.frozen = true;
+      flow.fill_rate = rate;
+      for (const Hop& hop : flow.hops) {
+        if (hop.link == top.link) continue;
+        Link& other = links_[hop.link];
+        other.fill_left -= rate;
+        --other.fill_count;
+        ++other.fill_version;
+        if (other.fill_count > 0) {
+          fill_heap_.push_back(Share{std::max(other.fill_left, 0.0) / other.fill_count, hop.link,
+                                     other.fill_version});
+          std::push_heap(fill_heap_.begin(), fill_heap_.end(), later);
+        }
+      }
+    }
+  }
+}
+
+void FlowNetwork::reallocate(double now) {
+  // Component by component: every flow reachable from a changed link through
+  // shared links. Rates outside those components cannot change (max-min
+  // allocations decompose over connected components), and small components
+  // keep the filling heap small.
+  ++epoch_;
+  for (std::uint32_t start : dirty_links_) {
+    if (links_[start].mark == epoch_) continue;
+    links_[start].mark = epoch_;
+    comp_links_.assign(1, start);
+    comp_flows_.clear();
+    for (std::size_t i = 0; i < comp_links_.size(); ++i) {
+      for (const LinkFlow& lf : links_[comp_links_[i]].flows) {
+        Flow& flow = flows_[lf.flow];
+        if (flow.mark == epoch_) continue;
+        flow.mark = epoch_;
+        flow.frozen = false;
+        comp_flows_.push_back(lf.flow);
+        for (const Hop& hop : flow.hops) {
+          Link& link = links_[hop.link];
+          if (link.mark == epoch_) continue;
+          link.mark = epoch_;
+          comp_links_.push_back(hop.link);
+        }
+      }
+    }
+    if (comp_flows_.empty()) continue;
+    if (comp_flows_.size() == 1) {
+      // A flow alone on its links (the common case on switched fabrics) gets
+      // its bottleneck, which is what progressive filling would give it.
+      Flow& flow = flows_[comp_flows_.front()];
+      flow.fill_rate = std::numeric_limits<double>::infinity();
+      for (const Hop& hop : flow.hops)
+        flow.fill_rate = std::min(flow.fill_rate, links_[hop.link].capacity);
+    } else {
+      fill();
+    }
+    // Only flows whose rate changed get a new completion time; the others
+    // keep their pending event, so their finish times are not re-rounded.
+    for (std::uint32_t f : comp_flows_) {
+      Flow& flow = flows_[f];
+      if (flow.fill_rate == flow.rate) continue;
+      flow.remaining = std::max(0.0, flow.remaining - flow.rate * (now - flow.last));
+      flow.last = now;
+      flow.rate = flow.fill_rate;
+      schedule(f, now + flow.remaining / flow.rate);
+    }
+  }
+  dirty_links_.clear();
+}
+
+}  // namespace collkit::sim_detail

@@ -1,0 +1,141 @@
+// Flow-level network for NetModel::flow: active flows share every directed
+// link max-min fairly (progressive filling), rates are recomputed at each
+// instant where a flow enters or leaves, and only for the connected component
+// (flows linked through shared links) that the change can reach. See
+// docs/SIMULATOR.md.
+#pragma once
+
+#include <cstdint>
+#include <queue>
+#include <utility>
+#include <vector>
+
+#include "sim/flat_map.h"
+#include "topologies/topology.h"
+
+namespace collkit::sim_detail {
+
+class FlowNetwork {
+ public:
+  explicit FlowNetwork(const Topology& topology) : topology_(topology) {}
+
+  // The dense slot of a link (assigned on first use: topologies such as
+  // fully_connected at large p have far more links than a run ever touches).
+  std::uint32_t link_slot(LinkId id);
+
+  // A flow of `bytes` (> 0) over the links `slots[0..hops)` that starts
+  // occupying them at time `start`; `tag` comes back from pop_at() when its
+  // last byte arrives.
+  void add(double start, const std::uint32_t* slots, std::uint32_t hops, double bytes,
+           std::uint32_t tag);
+
+  // Time of the earliest pending event; false when none is left.
+  bool peek(double& time);
+
+  // Processes every event at exactly `time` (which must be the earliest):
+  // flows entering the network join their links, flows whose data is
+  // delivered leave and their tags are appended to `completed` in event order.
+  void pop_at(double time, std::vector<std::uint32_t>& completed);
+
+  // Recomputes the max-min fair rates of the components touched since the
+  // last call, at time `now`, and schedules the new completion times.
+  void reallocate(double now);
+
+  std::int64_t events() const { return events_; }
+  // The most flows one link has carried at once.
+  std::int64_t max_link_flows() const { return max_link_flows_; }
+
+ private:
+  static constexpr std::uint32_t kNone = 0xffffffffu;
+
+  struct Hop {
+    std::uint32_t link;  // link slot
+    std::uint32_t pos;   // index of this flow in that link's `flows`
+  };
+  struct Flow {
+    std::vector<Hop> hops;  // kept across reuse of the slot: no allocation per flow
+    double remaining = 0;   // bytes still to deliver as of `last`
+    double rate = 0;        // bytes per second since `last`
+    double last = 0;
+    double fill_rate = 0;  // scratch for progressive filling
+    std::uint32_t tag = 0;
+    // Identifies the flow's one pending event: entries carrying an older
+    // stamp were superseded by a rate change (or the flow left) and are skipped.
+    std::uint32_t stamp = 0;
+    std::uint32_t mark = 0;
+    bool active = false;  // has joined its links
+    bool frozen = false;
+  };
+  struct LinkFlow {
+    std::uint32_t flow;
+    std::uint32_t hop;
+  };
+  struct Link {
+    double capacity = 0;
+    std::vector<LinkFlow> flows;
+    double fill_left = 0;
+    std::uint32_t fill_count = 0;
+    std::uint32_t fill_version = 0;
+    std::uint32_t mark = 0;
+  };
+  // Events are grouped by exact time: collectives move in lock step, so many
+  // flows start or end at the same instant (about 30 per instant for ring on
+  // a fat tree). A heap orders the distinct times; each time's group lists
+  // (flow, stamp) in scheduling order, which is the deterministic order in
+  // which equal-time events are processed. A rescheduled flow leaves a stale
+  // entry behind instead of being searched for.
+  struct Pending {
+    std::uint32_t flow;
+    std::uint32_t stamp;
+  };
+  struct Group {
+    double time = 0;
+    std::vector<Pending> items;
+  };
+  struct GroupLater {
+    bool operator()(const std::pair<double, std::uint32_t>& a,
+                    const std::pair<double, std::uint32_t>& b) const {
+      return a.first > b.first;
+    }
+  };
+  struct Share {
+    double share;
+    std::uint32_t link;
+    std::uint32_t version;
+  };
+  struct ShareLater {
+    bool operator()(const Share& a, const Share& b) const {
+      return a.share != b.share ? a.share > b.share : a.link > b.link;
+    }
+  };
+
+  void schedule(std::uint32_t flow, double time);
+  void join(std::uint32_t f);
+  // Max-min fair rates (fill_rate) of the flows in comp_flows_.
+  void fill();
+  void leave(std::uint32_t f);
+
+  const Topology& topology_;
+  FlatMap<std::uint32_t> slot_of_;
+  std::vector<Link> links_;
+  std::vector<Flow> flows_;
+  std::vector<std::uint32_t> free_flows_;
+  FlatMap<std::uint32_t> group_of_;  // bit pattern of a time -> its group
+  std::vector<Group> groups_;
+  std::vector<std::uint32_t> free_groups_;
+  // Distinct times only: two groups never share a time while both are queued.
+  std::priority_queue<std::pair<double, std::uint32_t>,
+                      std::vector<std::pair<double, std::uint32_t>>, GroupLater>
+      times_;
+  std::vector<Pending> popped_;
+  std::int64_t events_ = 0;
+  std::int64_t max_link_flows_ = 0;
+
+  std::vector<std::uint32_t> dirty_links_;
+  std::uint32_t epoch_ = 0;
+  std::vector<std::uint32_t> comp_links_;
+  std::vector<std::uint32_t> comp_flows_;
+  std::vector<Share> fill_heap_;
+};
+
+}  // namespace collkit::sim_detail
