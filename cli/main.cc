@@ -10,12 +10,22 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   collkit::cli::add_algorithms_command(app);
   collkit::cli::add_schedule_command(app);
+  collkit::cli::add_simulate_command(app);
+#ifdef COLLKIT_HAVE_REALRUN
+  collkit::cli::add_bench_command(app);
+#endif
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // CLI11 prints help/errors; usage errors exit 2 like every other bad input.
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    // One line, exit 2, like every other bad input.
+    std::fprintf(stderr, "collkit: error: %s (see --help)\n", e.what());
+    return 2;
   } catch (const collkit::Error& e) {
     std::fprintf(stderr, "collkit: error: %s\n", e.what());
     return e.exit_code();

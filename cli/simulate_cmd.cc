@@ -1,0 +1,206 @@
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "algorithms/error.h"
+#include "algorithms/registry.h"
+#include "cli/commands.h"
+#include "reports/atomic_file.h"
+#include "reports/dtypes.h"
+#include "reports/report.h"
+#include "reports/sweep.h"
+#include "reports/table.h"
+#include "sim/engine.h"
+#include "topologies/topology.h"
+
+namespace collkit::cli {
+namespace {
+
+struct SimulateArgs {
+  std::string topology;
+  std::string collective;
+  std::string algorithm = "all";
+  // Sizes are kept as text so that a bad value is reported by our own parser
+  // with the flag's name, in one line, like every other usage error.
+  std::string min_bytes = "32M";  // nccl-tests' defaults
+  std::string max_bytes = "32M";
+  std::string step_factor = "1";
+  std::string step_bytes = "1M";
+  std::string dtype = "float";
+  std::string op = "sum";
+  std::string root = "0";
+  std::string ranks = "0";
+  std::string model = "flow";
+  std::string segment = "0";
+  std::string group = "0";
+  std::string json_path;
+  std::string csv_path;
+};
+
+// A non-negative integer flag, with the flag's name in the error.
+std::int64_t parse_count(const std::string& flag, const std::string& text) {
+  bool digits = !text.empty();
+  for (char c : text) digits = digits && c >= '0' && c <= '9';
+  if (!digits) throw UsageError(flag + " '" + text + "': expected a non-negative integer");
+  if (text.size() > 18) throw UsageError(flag + " '" + text + "': too large");
+  std::int64_t value = 0;
+  for (char c : text) value = value * 10 + (c - '0');
+  return value;
+}
+
+int parse_int(const std::string& flag, const std::string& text) {
+  const std::int64_t v = parse_count(flag, text);
+  if (v > 1 << 30) throw UsageError(flag + " '" + text + "': too large");
+  return static_cast<int>(v);
+}
+
+// Names are checked before the topology is loaded so that a typo is reported
+// at once; make_schedule checks the rest (root, group) once p is known.
+void check_algorithm_names(Collective c, const std::vector<std::string>& names) {
+  for (const std::string& full : names) {
+    const auto [name, variant] = split_algorithm_name(full);
+    const AlgorithmDef& def = find_algorithm(c, name);
+    bool known = variant.empty();
+    std::string valid;
+    for (const std::string& v : def.variants) {
+      known = known || v == variant;
+      valid += (valid.empty() ? "" : ", ") + v;
+    }
+    if (!known)
+      throw UsageError("unknown variant '" + variant + "' of " + std::string(to_string(c)) +
+                       " algorithm '" + name + "'; valid: " + (valid.empty() ? "(none)" : valid));
+  }
+}
+
+// A one-line bar on stderr, drawn only when stderr is a terminal and the
+// sweep has already run for a second: short sweeps and logs stay clean.
+class ProgressBar {
+ public:
+  ProgressBar() : enabled_(::isatty(STDERR_FILENO) == 1), start_(Clock::now()) {}
+  ~ProgressBar() { clear(); }
+
+  void update(std::size_t done, std::size_t total) {
+    if (!enabled_) return;
+    const auto now = Clock::now();
+    if (now - start_ < std::chrono::seconds(1)) return;
+    if (drawn_ && done < total && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    constexpr int kWidth = 40;
+    const int filled = static_cast<int>(kWidth * done / (total ? total : 1));
+    std::string bar(static_cast<size_t>(filled), '#');
+    bar.resize(kWidth, '.');
+    std::fprintf(stderr, "\r[%s] %3zu%% %zu/%zu", bar.c_str(), 100 * done / (total ? total : 1),
+                 done, total);
+    std::fflush(stderr);
+    drawn_ = true;
+  }
+
+  void clear() {
+    if (!drawn_) return;
+    std::fprintf(stderr, "\r%*s\r", 72, "");
+    std::fflush(stderr);
+    drawn_ = false;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  bool enabled_;
+  bool drawn_ = false;
+  Clock::time_point start_;
+  Clock::time_point last_{};
+};
+
+void run_simulate(const SimulateArgs& a) {
+  // Every argument is checked before anything runs or is written.
+  SweepSpec sweep;
+  sweep.collective = parse_collective(a.collective);
+  sweep.algorithms = expand_algorithms(sweep.collective, a.algorithm);
+  check_algorithm_names(sweep.collective, sweep.algorithms);
+  const std::int64_t min_bytes = parse_size("-b", a.min_bytes);
+  const std::int64_t max_bytes = parse_size("-e", a.max_bytes);
+  const std::int64_t factor = parse_count("-f", a.step_factor);
+  const std::int64_t step = parse_size("-i", a.step_bytes);
+  sweep.sizes = sweep_sizes(min_bytes, max_bytes, factor, step);
+  sweep.dtype = parse_data_type(a.dtype);
+  sweep.op = parse_red_op(a.op);
+  sweep.root = parse_int("--root", a.root);
+  sweep.segment_bytes = parse_size("--segment", a.segment);
+  sweep.group_size = parse_int("--group", a.group);
+  const int ranks = parse_int("--ranks", a.ranks);
+  SimOptions options;
+  options.model = parse_net_model(a.model);
+  if (!a.json_path.empty()) check_writable(a.json_path);
+  if (!a.csv_path.empty()) check_writable(a.csv_path);
+  if (!a.json_path.empty() && a.json_path == a.csv_path)
+    throw UsageError("--json and --csv name the same file '" + a.json_path + "'");
+
+  const std::unique_ptr<Topology> topology = load_topology(a.topology, ranks);
+  sweep.ranks = topology->num_ranks();
+  sweep.model = cost_params_of(*topology, sweep.ranks);
+
+  Report report;
+  {
+    ProgressBar bar;
+    report = simulate_sweep(sweep, *topology, options, [&bar](std::size_t done, std::size_t total) {
+      bar.update(done, total);
+    });
+  }
+  report.collkit_version = COLLKIT_VERSION;
+  report.extra["min_bytes"] = min_bytes;
+  report.extra["max_bytes"] = max_bytes;
+  report.extra["step_factor"] = factor;
+  report.extra["step_bytes"] = step;
+  if (sweep.segment_bytes > 0) report.extra["segment_bytes"] = sweep.segment_bytes;
+  if (sweep.group_size > 0) report.extra["group_size"] = sweep.group_size;
+
+  std::fputs(format_tables(report).c_str(), stdout);
+  std::fputs("#\n", stdout);
+  std::fputs(format_best_summary(report).c_str(), stdout);
+  std::fflush(stdout);
+
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!a.json_path.empty()) files.emplace_back(a.json_path, report_json_text(report));
+  if (!a.csv_path.empty()) files.emplace_back(a.csv_path, to_csv(report));
+  write_files_atomic(files);
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "simulate",
+      "Simulate a collective's algorithms over a size sweep on a topology; print nccl-tests "
+      "tables and the best algorithm per size (docs/REPORTS.md)");
+  auto a = std::make_shared<SimulateArgs>();
+  // A repeated flag overrides the earlier one (as with nccl-tests' getopt), so
+  // wrappers can append to a default command line.
+  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  cmd->add_option("--topology", a->topology, "Topology file (JSON) or astra:FILE.yml")->required();
+  cmd->add_option("--collective", a->collective, "Collective, e.g. all_reduce")->required();
+  cmd->add_option("--algorithm", a->algorithm,
+                  "Algorithm(s): name[:variant][,name...] or all (default: all)");
+  cmd->add_option("-b,--minbytes", a->min_bytes, "Smallest size in bytes, K/M/G suffixes (32M)");
+  cmd->add_option("-e,--maxbytes", a->max_bytes, "Largest size in bytes (32M)");
+  cmd->add_option("-f,--stepfactor", a->step_factor,
+                  "Multiply the size by this factor (> 1) at each step (1: use -i)");
+  cmd->add_option("-i,--stepbytes", a->step_bytes, "Add this many bytes at each step (1M)");
+  cmd->add_option("-d,--dtype,--datatype", a->dtype,
+                  "Data type: int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double");
+  cmd->add_option("-o,--op", a->op, "Reduction op: sum prod min max avg (sum)");
+  cmd->add_option("-r,--root", a->root, "Root rank of rooted collectives (0)");
+  cmd->add_option("--ranks", a->ranks, "Ranks on the topology's first endpoints (0 = all)");
+  cmd->add_option("--model", a->model, "Network model: flow (link sharing) or alpha-beta");
+  cmd->add_option("--segment", a->segment,
+                  "Segment size in bytes for pipelined algorithms (0 = closed-form optimum)");
+  cmd->add_option("--group", a->group, "Group size of hierarchical algorithms (0 = automatic)");
+  cmd->add_option("--json", a->json_path, "Write the report as JSON to this file");
+  cmd->add_option("--csv", a->csv_path, "Write the rows as CSV to this file");
+  cmd->callback([a] { run_simulate(*a); });
+}
+
+}  // namespace collkit::cli
