@@ -41,35 +41,39 @@ Generator<Step> member_all_gather(FoldGroup g) {
   }
 }
 
-// For p not a power of two the block folds: a sitter hands its block to its
-// member first and gets the whole vector back at the end (2 extra steps).
-Generator<Step> recursive_doubling_all_gather(BlockLayout layout) {
+Generator<Step> rank_blocks_fold(BlockLayout layout, bool reduce) {
   const FoldGroup g{layout.p,    layout.shift, layout.rank, FoldGroup::Split::rank_blocks,
                     layout.part, layout.buf,   layout.base};
+  // in(w): what sitter w hands its member; out(w): what it takes back.
+  const auto in = [&](int w) { return reduce ? g.whole() : layout.block(w); };
+  const auto out = [&](int w) { return reduce ? layout.block(w) : g.whole(); };
   const int v = g.vrank();
-  const int i = g.member();
   if (g.sits_out()) {
     const int member = g.real(v - 1);
     Step give;
-    give.ops.push_back(send_op(member, layout.block(v)));
+    give.ops.push_back(send_op(member, in(v)));
     co_yield std::move(give);
     Step take;
-    take.ops.push_back(recv_op(member, g.whole()));
+    take.ops.push_back(recv_op(member, out(v)));
     co_yield std::move(take);
     co_return;
   }
-  const bool folded = i < g.r();
+  const bool folded = g.member() < g.r();
   if (folded) {
     Step take;
-    take.ops.push_back(recv_op(g.real(v + 1), layout.block(v + 1)));
+    take.ops.push_back(recv_op(g.real(v + 1), in(v + 1), reduce ? Combine::reduce : Combine::copy));
     co_yield std::move(take);
   }
-  for (Step& s : member_all_gather(g)) co_yield std::move(s);
+  for (Step& s : reduce ? member_reduce_scatter(g) : member_all_gather(g)) co_yield std::move(s);
   if (folded) {
     Step give;
-    give.ops.push_back(send_op(g.real(v + 1), g.whole()));
+    give.ops.push_back(send_op(g.real(v + 1), out(v + 1)));
     co_yield std::move(give);
   }
+}
+
+Generator<Step> recursive_doubling_all_gather(BlockLayout layout) {
+  return rank_blocks_fold(layout, /*reduce=*/false);
 }
 
 namespace {

@@ -64,7 +64,12 @@ FoldGroup even_group(const ScheduleSpec& spec, int rank) {
   return {spec.ranks, 0, rank, FoldGroup::Split::even, Partition{spec.count, q}, Buf::output, 0};
 }
 
-Generator<Step> recursive_doubling_program(ScheduleSpec spec, int rank) {
+// All_reduce over the even fold of the whole vector: a sitter hands its input
+// to its member and takes the result back; a member reduces its partner's
+// vector into its own, runs `members` over the q members and hands the result
+// back.
+Generator<Step> even_fold_program(ScheduleSpec spec, int rank,
+                                  Generator<Step> (*members)(FoldGroup)) {
   const std::int64_t n = spec.count;
   const FoldGroup g = even_group(spec, rank);
   const Region out{Buf::output, 0, n};
@@ -79,30 +84,40 @@ Generator<Step> recursive_doubling_program(ScheduleSpec spec, int rank) {
     co_return;
   }
   co_yield copy_input_to_output(n);
-  const int i = g.member();
-  const bool folded = i < g.r();
+  const bool folded = g.member() < g.r();
   if (folded) {
     Step take;
     take.ops.push_back(recv_op(v + 1, out, Combine::reduce));
     co_yield std::move(take);
   }
-  // The partner's vector lands in scratch and is reduced in a local step: a
-  // receive may not reduce into the region the same step sends.
-  for (int m = 1; m < g.q(); m <<= 1) {
-    const int peer = g.member_real(i ^ m);
-    Step x;
-    x.ops.push_back(send_op(peer, out));
-    x.ops.push_back(recv_op(peer, {Buf::scratch, 0, n}));
-    co_yield std::move(x);
-    Step fold_in;
-    fold_in.ops.push_back(reduce_op({Buf::scratch, 0, n}, out));
-    co_yield std::move(fold_in);
-  }
+  for (Step& s : members(g)) co_yield std::move(s);
   if (folded) {
     Step give;
     give.ops.push_back(send_op(v + 1, out));
     co_yield std::move(give);
   }
+}
+
+// The partner's vector lands in scratch and is reduced in a local step: a
+// receive may not reduce into the region the same step sends.
+Generator<Step> recursive_doubling_members(FoldGroup g) {
+  const Region out = g.whole();
+  const Region partner{Buf::scratch, 0, out.count};
+  const int i = g.member();
+  for (int m = 1; m < g.q(); m <<= 1) {
+    const int peer = g.member_real(i ^ m);
+    Step x;
+    x.ops.push_back(send_op(peer, out));
+    x.ops.push_back(recv_op(peer, partner));
+    co_yield std::move(x);
+    Step fold_in;
+    fold_in.ops.push_back(reduce_op(partner, out));
+    co_yield std::move(fold_in);
+  }
+}
+
+Generator<Step> recursive_doubling_program(const ScheduleSpec& spec, int rank) {
+  return even_fold_program(spec, rank, recursive_doubling_members);
 }
 
 std::int64_t recursive_doubling_scratch(const ScheduleSpec& spec, int rank) {
@@ -127,34 +142,13 @@ CostEstimate recursive_doubling_cost(const ScheduleSpec& spec, const CostParams&
 
 // Recursive-halving reduce_scatter + recursive-doubling all_gather over the q
 // members, on an even split of the whole vector into q blocks.
-Generator<Step> rabenseifner_fold_program(ScheduleSpec spec, int rank) {
-  const std::int64_t n = spec.count;
-  const FoldGroup g = even_group(spec, rank);
-  const Region out{Buf::output, 0, n};
-  const int v = g.vrank();
-  if (g.sits_out()) {
-    Step give;
-    give.ops.push_back(send_op(v - 1, {Buf::input, 0, n}));
-    co_yield std::move(give);
-    Step take;
-    take.ops.push_back(recv_op(v - 1, out));
-    co_yield std::move(take);
-    co_return;
-  }
-  co_yield copy_input_to_output(n);
-  const bool folded = g.member() < g.r();
-  if (folded) {
-    Step take;
-    take.ops.push_back(recv_op(v + 1, out, Combine::reduce));
-    co_yield std::move(take);
-  }
+Generator<Step> rabenseifner_members(FoldGroup g) {
   for (Step& s : member_reduce_scatter(g)) co_yield std::move(s);
   for (Step& s : member_all_gather(g)) co_yield std::move(s);
-  if (folded) {
-    Step give;
-    give.ops.push_back(send_op(v + 1, out));
-    co_yield std::move(give);
-  }
+}
+
+Generator<Step> rabenseifner_fold_program(const ScheduleSpec& spec, int rank) {
+  return even_fold_program(spec, rank, rabenseifner_members);
 }
 
 CostEstimate rabenseifner_fold_cost(const ScheduleSpec& spec, const CostParams& c) {

@@ -588,7 +588,9 @@ BlockLayout bcast_layout(const ScheduleSpec& spec, int rank) {
                      Buf::output, 0};
 }
 
-Generator<Step> scatter_ring_program(ScheduleSpec spec, int rank) {
+// Binomial scatter of the blocks from the root, then `all_gather` of them.
+Generator<Step> scatter_allgather_program(ScheduleSpec spec, int rank,
+                                          Generator<Step> (*all_gather)(BlockLayout)) {
   if (spec.count == 0) co_return;
   if (rank == spec.root) {
     Step s;
@@ -596,18 +598,15 @@ Generator<Step> scatter_ring_program(ScheduleSpec spec, int rank) {
     co_yield std::move(s);
   }
   for (Step& s : binomial_scatter(bcast_layout(spec, rank))) co_yield std::move(s);
-  for (Step& s : ring_all_gather(bcast_layout(spec, rank))) co_yield std::move(s);
+  for (Step& s : all_gather(bcast_layout(spec, rank))) co_yield std::move(s);
 }
 
-Generator<Step> scatter_rd_program(ScheduleSpec spec, int rank) {
-  if (spec.count == 0) co_return;
-  if (rank == spec.root) {
-    Step s;
-    s.ops.push_back(root_copy(spec.count));
-    co_yield std::move(s);
-  }
-  for (Step& s : binomial_scatter(bcast_layout(spec, rank))) co_yield std::move(s);
-  for (Step& s : recursive_doubling_all_gather(bcast_layout(spec, rank))) co_yield std::move(s);
+Generator<Step> scatter_ring_program(const ScheduleSpec& spec, int rank) {
+  return scatter_allgather_program(spec, rank, ring_all_gather);
+}
+
+Generator<Step> scatter_rd_program(const ScheduleSpec& spec, int rank) {
+  return scatter_allgather_program(spec, rank, recursive_doubling_all_gather);
 }
 
 // Binomial scatter of blocks.h: virtual rank v's steps and elements sent.

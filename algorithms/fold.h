@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "algorithms/blocks.h"
 #include "algorithms/costs.h"
 #include "algorithms/registry.h"
 #include "algorithms/schedule.h"
@@ -71,6 +72,14 @@ Generator<Step> member_all_gather(FoldGroup g);
 // Before: every member holds a full work vector. After: member i holds range i
 // reduced over all members. Recursive halving, log2 q steps; sitters get none.
 Generator<Step> member_reduce_scatter(FoldGroup g);
+
+// The fold around a member block over the rank-blocks split of `layout`, for
+// p not a power of two. All_gather (reduce = false): a sitter hands its block
+// to its member first and takes the whole vector back at the end, around
+// member_all_gather. Reduce_scatter (reduce = true): a sitter hands its whole
+// vector to its member (reduced into the member's) first and takes its reduced
+// block back at the end, around member_reduce_scatter. 2 extra steps.
+Generator<Step> rank_blocks_fold(BlockLayout layout, bool reduce);
 
 // Member range sizes never grow with the member index (Partition blocks shrink
 // with their index, and a pair of blocks is at least one later block), which

@@ -45,35 +45,8 @@ Generator<Step> member_reduce_scatter(FoldGroup g) {
   }
 }
 
-// For p not a power of two the block folds: a sitter hands its whole vector
-// to its member first and gets its reduced block back at the end.
 Generator<Step> recursive_halving_reduce_scatter(BlockLayout layout) {
-  const FoldGroup g{layout.p,    layout.shift, layout.rank, FoldGroup::Split::rank_blocks,
-                    layout.part, layout.buf,   layout.base};
-  const int v = g.vrank();
-  const int i = g.member();
-  if (g.sits_out()) {
-    const int member = g.real(v - 1);
-    Step give;
-    give.ops.push_back(send_op(member, g.whole()));
-    co_yield std::move(give);
-    Step take;
-    take.ops.push_back(recv_op(member, layout.block(v)));
-    co_yield std::move(take);
-    co_return;
-  }
-  const bool folded = i < g.r();
-  if (folded) {
-    Step take;
-    take.ops.push_back(recv_op(g.real(v + 1), g.whole(), Combine::reduce));
-    co_yield std::move(take);
-  }
-  for (Step& s : member_reduce_scatter(g)) co_yield std::move(s);
-  if (folded) {
-    Step give;
-    give.ops.push_back(send_op(g.real(v + 1), layout.block(v + 1)));
-    co_yield std::move(give);
-  }
+  return rank_blocks_fold(layout, /*reduce=*/true);
 }
 
 namespace {

@@ -204,46 +204,34 @@ Generator<Step> binomial_gather_program(ScheduleSpec spec, int rank) {
   }
 }
 
-Generator<Step> linear_scatter_program(ScheduleSpec spec, int rank) {
+// Linear: the root sends every other rank its block (scatter) or receives
+// every other rank's block (gather), in rank order from root + 1.
+Generator<Step> linear_sg_program(ScheduleSpec spec, int rank) {
+  const bool scatter = spec.collective == Collective::scatter;
   const int p = spec.ranks;
   const Partition part{spec.count, p};
   if (spec.count == 0) co_return;
+  const std::int64_t size = part.size(rank);
   if (rank != spec.root) {
     Step s;
-    s.ops.push_back(recv_op(spec.root, {Buf::output, 0, part.size(rank)}));
+    s.ops.push_back(scatter ? recv_op(spec.root, {Buf::output, 0, size})
+                            : send_op(spec.root, {Buf::input, 0, size}));
     co_yield std::move(s);
     co_return;
   }
+  // The root's own block moves locally, from its place in the input vector
+  // (scatter) or to its place in the output vector (gather).
+  const Region whole_vector_block{scatter ? Buf::input : Buf::output, part.offset(rank), size};
+  const Region own_block{scatter ? Buf::output : Buf::input, 0, size};
   Step own;
-  own.ops.push_back(
-      copy_op({Buf::input, part.offset(rank), part.size(rank)}, {Buf::output, 0, part.size(rank)}));
+  own.ops.push_back(scatter ? copy_op(whole_vector_block, own_block)
+                            : copy_op(own_block, whole_vector_block));
   co_yield std::move(own);
   for (int i = 1; i < p; ++i) {
-    const int dst = (spec.root + i) % p;
+    const int peer = (spec.root + i) % p;
+    const Region block{scatter ? Buf::input : Buf::output, part.offset(peer), part.size(peer)};
     Step s;
-    s.ops.push_back(send_op(dst, {Buf::input, part.offset(dst), part.size(dst)}));
-    co_yield std::move(s);
-  }
-}
-
-Generator<Step> linear_gather_program(ScheduleSpec spec, int rank) {
-  const int p = spec.ranks;
-  const Partition part{spec.count, p};
-  if (spec.count == 0) co_return;
-  if (rank != spec.root) {
-    Step s;
-    s.ops.push_back(send_op(spec.root, {Buf::input, 0, part.size(rank)}));
-    co_yield std::move(s);
-    co_return;
-  }
-  Step own;
-  own.ops.push_back(
-      copy_op({Buf::input, 0, part.size(rank)}, {Buf::output, part.offset(rank), part.size(rank)}));
-  co_yield std::move(own);
-  for (int i = 1; i < p; ++i) {
-    const int src = (spec.root + i) % p;
-    Step s;
-    s.ops.push_back(recv_op(src, {Buf::output, part.offset(src), part.size(src)}));
+    s.ops.push_back(scatter ? send_op(peer, block) : recv_op(peer, block));
     co_yield std::move(s);
   }
 }
@@ -300,7 +288,7 @@ void add_scatter_gather(std::vector<AlgorithmDef>& defs) {
                                 {},
                                 "(p-1) a + (p-1)/p n b",
                                 "any p",
-                                scatter ? linear_scatter_program : linear_gather_program,
+                                linear_sg_program,
                                 nullptr,
                                 linear_sg_cost});
     defs.push_back(

@@ -1,16 +1,14 @@
 // The ring / recursive / Bruck / pairwise families: all_gather,
 // reduce_scatter, all_reduce, all_to_all and Rabenseifner reduce. Every
-// algorithm is run by the reference executor for every p, count (and root),
-// its observed steps and bytes must equal its closed-form cost, and its
-// closed-form time must equal an alpha-beta-gamma replay of the schedule
-// wherever docs claim exactness (p a power of two, p | n).
+// algorithm runs every dtype and op, and its closed-form time must equal an
+// alpha-beta-gamma replay of the schedule wherever docs claim exactness (p a
+// power of two, p | n); hand-worked cases check the steps themselves.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -19,226 +17,58 @@
 #include "algorithms/error.h"
 #include "algorithms/reference.h"
 #include "algorithms/registry.h"
+#include "tests/algorithms/test_support.h"
 
 namespace collkit {
 namespace {
 
-struct Algo {
-  Collective collective;
-  const char* name;
-  const char* variant;
-};
+using testing_support::AlgoId;
+using testing_support::expect_every_dtype_and_op;
+using testing_support::kModel;
+using testing_support::make_spec;
+using testing_support::replay;
+using testing_support::roots;
 
-const Algo kAlgos[] = {
-    {Collective::all_gather, "ring", ""},
-    {Collective::all_gather, "recursive_doubling", ""},
-    {Collective::all_gather, "bruck", ""},
-    {Collective::all_gather, "gather_broadcast", ""},
-    {Collective::reduce_scatter, "ring", ""},
-    {Collective::reduce_scatter, "recursive_halving", ""},
-    {Collective::reduce_scatter, "pairwise", ""},
-    {Collective::all_reduce, "ring", ""},
-    {Collective::all_reduce, "recursive_doubling", ""},
+// Per-configuration verification, steps, bytes and the lower bound over every
+// p, count and root are in sweep_test.cc, for the whole registry.
+const AlgoId kAlgos[] = {
+    {Collective::all_gather, "ring"},
+    {Collective::all_gather, "recursive_doubling"},
+    {Collective::all_gather, "bruck"},
+    {Collective::all_gather, "gather_broadcast"},
+    {Collective::reduce_scatter, "ring"},
+    {Collective::reduce_scatter, "recursive_halving"},
+    {Collective::reduce_scatter, "pairwise"},
+    {Collective::all_reduce, "ring"},
+    {Collective::all_reduce, "recursive_doubling"},
     {Collective::all_reduce, "rabenseifner", "fold"},
     {Collective::all_reduce, "rabenseifner", "blocks"},
-    {Collective::all_reduce, "hierarchical", ""},
-    {Collective::all_to_all, "pairwise", ""},
-    {Collective::all_to_all, "bruck", ""},
-    {Collective::reduce, "rabenseifner", ""},
+    {Collective::all_reduce, "hierarchical"},
+    {Collective::all_to_all, "pairwise"},
+    {Collective::all_to_all, "bruck"},
+    {Collective::reduce, "rabenseifner"},
 };
-
-const int kRanks[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
-                      12, 13, 14, 15, 16, 17, 24, 32, 33, 64, 100};
-
-// Counts relative to p, resolved per case.
-enum class CountKind { zero, one, p_minus_1, p, p_plus_1, thousand, large };
-const CountKind kCounts[] = {CountKind::zero, CountKind::one,      CountKind::p_minus_1,
-                             CountKind::p,    CountKind::p_plus_1, CountKind::thousand,
-                             CountKind::large};
-
-std::int64_t resolve(CountKind k, int p) {
-  switch (k) {
-    case CountKind::zero:
-      return 0;
-    case CountKind::one:
-      return 1;
-    case CountKind::p_minus_1:
-      return p - 1;
-    case CountKind::p:
-      return p;
-    case CountKind::p_plus_1:
-      return p + 1;
-    case CountKind::thousand:
-      return 1000;
-    case CountKind::large:
-      return 65537;
-  }
-  return 0;
-}
-
-std::string label(const Algo& a) {
-  std::string s = std::string(to_string(a.collective)) + "_" + a.name;
-  if (*a.variant) s += std::string("_") + a.variant;
-  return s;
-}
-
-ScheduleSpec make_spec(const Algo& a, int p, int root, std::int64_t n, int elem_size = 4) {
-  ScheduleSpec spec;
-  spec.collective = a.collective;
-  spec.algorithm = a.name;
-  spec.variant = a.variant;
-  spec.ranks = p;
-  spec.root = root;
-  spec.count = n;
-  spec.elem_size = elem_size;
-  return spec;
-}
-
-std::vector<int> roots(const Algo& a, int p) {
-  if (!is_rooted(a.collective)) return {0};
-  std::vector<int> r{0, p / 2, p - 1};
-  std::sort(r.begin(), r.end());
-  r.erase(std::unique(r.begin(), r.end()), r.end());
-  return r;
-}
-
-int elem_size(DType t) { return t == DType::int32 || t == DType::float32 ? 4 : 8; }
-
-// Alpha-beta-gamma replay of a schedule with the simulator's semantics (one
-// full-duplex link per pair, no contention, no barrier between steps): a rank
-// posts a step's sends and receives when its previous step ends; a matched
-// pair (FIFO per ordered pair) transfers from the later of the two posts and
-// both sides complete alpha + m beta later, the receiver m gamma later still
-// when it reduces; a step's local reduces then cost m gamma each. Returns the
-// time the last rank ends.
-double replay(const Schedule& s, int elem, const CostParams& c) {
-  const int p = s.ranks();
-  std::vector<std::vector<Step>> steps(p);
-  for (int r = 0; r < p; ++r) steps[r] = s.steps(r);
-  std::vector<std::size_t> idx(p, 0);
-  std::vector<double> now(p, 0.0);
-  std::vector<bool> posted(p, false);
-  // (from, to) -> post times of the sends and of the receives, in order.
-  std::map<std::pair<int, int>, std::vector<double>> sends, recvs;
-  std::vector<std::vector<std::size_t>> slot(p);  // per op of the current step: its FIFO index
-  const auto bytes = [&](const Region& r) { return static_cast<double>(r.count) * elem; };
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int r = 0; r < p; ++r) {
-      while (idx[r] < steps[r].size()) {
-        const Step& st = steps[r][idx[r]];
-        if (!posted[r]) {
-          slot[r].assign(st.ops.size(), 0);
-          for (std::size_t j = 0; j < st.ops.size(); ++j) {
-            const Op& op = st.ops[j];
-            if (op.kind == OpKind::send) {
-              auto& v = sends[{r, op.peer}];
-              slot[r][j] = v.size();
-              v.push_back(now[r]);
-            } else if (op.kind == OpKind::recv) {
-              auto& v = recvs[{op.peer, r}];
-              slot[r][j] = v.size();
-              v.push_back(now[r]);
-            }
-          }
-          posted[r] = true;
-        }
-        bool ready = true;
-        double end = now[r];
-        for (std::size_t j = 0; j < st.ops.size() && ready; ++j) {
-          const Op& op = st.ops[j];
-          if (op.kind != OpKind::send && op.kind != OpKind::recv) continue;
-          const bool is_send = op.kind == OpKind::send;
-          const auto key = is_send ? std::make_pair(r, op.peer) : std::make_pair(op.peer, r);
-          const auto& other = is_send ? recvs[key] : sends[key];
-          if (other.size() <= slot[r][j]) {
-            ready = false;
-            break;
-          }
-          const double start = std::max(now[r], other[slot[r][j]]);
-          const Region& reg = is_send ? op.src : op.dst;
-          double done = start + c.alpha + bytes(reg) * c.beta;
-          if (!is_send && op.combine == Combine::reduce) done += bytes(reg) * c.gamma;
-          end = std::max(end, done);
-        }
-        if (!ready) break;
-        for (const Op& op : st.ops)
-          if (op.kind == OpKind::reduce) end += bytes(op.dst) * c.gamma;
-        now[r] = end;
-        ++idx[r];
-        posted[r] = false;
-        progress = true;
-      }
-    }
-  }
-  for (int r = 0; r < p; ++r) EXPECT_EQ(idx[r], steps[r].size()) << "replay deadlock at rank " << r;
-  return *std::max_element(now.begin(), now.end());
-}
-
-const CostParams kModel{2e-6, 1.0 / 50e9, 1.0 / 80e9};
-
-// ---- the sweep: every algorithm x p x count (x root) ----
-
-class RingsSweep : public ::testing::TestWithParam<std::tuple<Algo, int, CountKind>> {};
-
-TEST_P(RingsSweep, VerifiedAndCostMatches) {
-  const auto& [a, p, kind] = GetParam();
-  const std::int64_t n = resolve(kind, p);
-  for (int root : roots(a, p)) {
-    SCOPED_TRACE("root " + std::to_string(root) + " n " + std::to_string(n));
-    const auto s = make_schedule(make_spec(a, p, root, n));
-    ExecutionStats stats;
-    ASSERT_NO_THROW(stats = verify_numeric(*s, DType::int32, ReduceOp::sum, 7 + p + n));
-    // Symbolic sets grow with n * p; the small counts cover every code path.
-    if (n <= 1000) {
-      ASSERT_NO_THROW(verify_symbolic(*s));
-    }
-    const CostEstimate cost = closed_form_cost(s->spec(), kModel);
-    EXPECT_EQ(cost.steps, stats.max_comm_steps);
-    EXPECT_DOUBLE_EQ(cost.bytes_sent, static_cast<double>(stats.max_elems_sent) * 4);
-    const CostEstimate lb = lower_bound(a.collective, p, n, 4, kModel);
-    EXPECT_GE(cost.time, lb.time * (1 - 1e-9));
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(All, RingsSweep,
-                         ::testing::Combine(::testing::ValuesIn(kAlgos),
-                                            ::testing::ValuesIn(kRanks),
-                                            ::testing::ValuesIn(kCounts)),
-                         [](const auto& info) {
-                           return label(std::get<0>(info.param)) + "_p" +
-                                  std::to_string(std::get<1>(info.param)) + "_c" +
-                                  std::to_string(static_cast<int>(std::get<2>(info.param)));
-                         });
 
 // ---- every dtype and op on a few cases ----
 
 TEST(Rings, EveryDtypeAndOp) {
-  for (const Algo& a : kAlgos)
+  for (const AlgoId& a : kAlgos)
     for (int p : {1, 3, 4, 6, 13})
       for (std::int64_t n :
            {std::int64_t{0}, std::int64_t{2}, std::int64_t{p + 3}, std::int64_t{97}})
-        for (int root : roots(a, p))
-          for (DType t : kAllDTypes)
-            for (ReduceOp op : kAllReduceOps) {
-              SCOPED_TRACE(label(a) + " p " + std::to_string(p) + " n " + std::to_string(n) +
-                           " root " + std::to_string(root) + " " + std::string(to_string(t)) + " " +
-                           std::string(to_string(op)));
-              const auto s = make_schedule(make_spec(a, p, root, n, elem_size(t)));
-              EXPECT_NO_THROW(verify_numeric(*s, t, op, 3));
-            }
+        expect_every_dtype_and_op(a, p, n);
 }
 
 // ---- closed-form time equals the replay where it is claimed exact ----
 
 TEST(Rings, TimeExactForPowersOfTwoWithDivisibleCounts) {
-  for (const Algo& a : kAlgos)
+  for (const AlgoId& a : kAlgos)
     for (int p : {1, 2, 4, 8, 16, 32})
       for (std::int64_t k : {1, 5, 64}) {
         // all_to_all and hierarchical need p | n per block at every level.
         const std::int64_t n = p * p * k;
-        for (int root : roots(a, p)) {
-          SCOPED_TRACE(label(a) + " p " + std::to_string(p) + " n " + std::to_string(n));
+        for (int root : roots(a.collective, p)) {
+          SCOPED_TRACE(a.label() + " p " + std::to_string(p) + " n " + std::to_string(n));
           const auto s = make_schedule(make_spec(a, p, root, n));
           const double want = replay(*s, 4, kModel);
           const double got = closed_form_cost(s->spec(), kModel).time;
@@ -254,11 +84,11 @@ TEST(Rings, TimeExactForPowersOfTwoWithDivisibleCounts) {
 // the chain by its largest chunk, which only shows when chunks differ by one
 // element.
 TEST(Rings, TimeMatchesReplayForAnyPAndCount) {
-  for (const Algo& a : kAlgos) {
-    const bool bounded = std::string(a.variant) == "blocks";
+  for (const AlgoId& a : kAlgos) {
+    const bool bounded = a.variant == "blocks";
     for (int p : {3, 5, 6, 7, 12, 13, 24, 33})
       for (std::int64_t n : {1, 17, 1000, 65537}) {
-        SCOPED_TRACE(label(a) + " p " + std::to_string(p) + " n " + std::to_string(n));
+        SCOPED_TRACE(a.label() + " p " + std::to_string(p) + " n " + std::to_string(n));
         const auto s = make_schedule(make_spec(a, p, p / 2, n));
         const double want = replay(*s, 4, kModel);
         const double got = closed_form_cost(s->spec(), kModel).time;

@@ -9,40 +9,32 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ostream>
 #include <string>
 #include <vector>
 
 #include "algorithms/error.h"
 #include "algorithms/reference.h"
 #include "algorithms/registry.h"
+#include "tests/algorithms/test_support.h"
 
 namespace collkit {
 namespace {
 
-constexpr int kSweepRanks[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
-                               12, 13, 14, 15, 16, 17, 24, 32, 33, 64, 100};
-constexpr std::int64_t kLargeCount = 65537;
+using testing_support::elem_size;
+using testing_support::kLargeCount;
+using testing_support::kRanks;
+using testing_support::make_spec;
+using testing_support::roots;
+using testing_support::sweep_counts;
+// One registered algorithm with one of its variants ("" = it has none).
+using AlgorithmCase = testing_support::AlgoId;
+
 // Symbolic runs carry a rank bitset per element (24 bytes at p = 100), so the
 // largest count is verified symbolically only up to this many ranks; the
 // numeric run covers it at every p, and every smaller count is symbolic too.
 constexpr int kSymbolicLargeMaxRanks = 17;
 // Failures listed per algorithm before the rest are only counted.
 constexpr int kMaxListedFailures = 20;
-
-// One registered algorithm with one of its variants ("" = it has none).
-struct AlgorithmCase {
-  Collective collective;
-  std::string algorithm;
-  std::string variant;
-  std::string label() const {
-    return std::string(to_string(collective)) + "/" + algorithm +
-           (variant.empty() ? "" : ":" + variant);
-  }
-};
-
-// gtest prints parameters of failing tests with this instead of raw bytes.
-void PrintTo(const AlgorithmCase& a, std::ostream* os) { *os << a.label(); }
 
 std::vector<AlgorithmCase> all_cases() {
   std::vector<AlgorithmCase> out;
@@ -53,37 +45,7 @@ std::vector<AlgorithmCase> all_cases() {
   return out;
 }
 
-std::vector<int> roots_for(Collective c, int p) {
-  if (!is_rooted(c)) return {0};
-  std::vector<int> roots{0, p / 2, p - 1};
-  std::sort(roots.begin(), roots.end());
-  roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
-  return roots;
-}
-
-std::vector<std::int64_t> counts_for(Collective c, int p) {
-  if (c == Collective::barrier) return {0};
-  std::vector<std::int64_t> counts{0, 1, p - 1, p, p + 1, 1000, kLargeCount};
-  std::sort(counts.begin(), counts.end());
-  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
-  return counts;
-}
-
 bool symbolic_at(int p, std::int64_t n) { return n < kLargeCount || p <= kSymbolicLargeMaxRanks; }
-
-int elem_size(DType t) { return t == DType::int32 || t == DType::float32 ? 4 : 8; }
-
-ScheduleSpec spec_for(const AlgorithmCase& a, int p, int root, std::int64_t n, int esize) {
-  ScheduleSpec spec;
-  spec.collective = a.collective;
-  spec.algorithm = a.algorithm;
-  spec.variant = a.variant;
-  spec.ranks = p;
-  spec.root = root;
-  spec.count = n;
-  spec.elem_size = esize;
-  return spec;
-}
 
 std::string precise(double v) {
   char buf[32];
@@ -93,14 +55,15 @@ std::string precise(double v) {
 
 bool close(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); }
 
-// Cost parameters for the lower-bound check: the default model and one where
-// latency, bandwidth and reduction all matter.
-const CostParams kCostModels[] = {CostParams{}, CostParams{5e-6, 1.0 / 25e9, 1.0 / 200e9}};
+// Cost parameters for the lower-bound check: the default model, one where
+// latency, bandwidth and reduction all matter, and the family tests' model.
+const CostParams kCostModels[] = {CostParams{}, CostParams{5e-6, 1.0 / 25e9, 1.0 / 200e9},
+                                  testing_support::kModel};
 
 // Runs every check on one configuration; returns "" or what failed.
 std::string check_config(const AlgorithmCase& a, int p, int root, std::int64_t n, bool symbolic) {
   try {
-    const auto schedule = make_schedule(spec_for(a, p, root, n, 4));
+    const auto schedule = make_schedule(make_spec(a, p, root, n));
     const ExecutionStats num = verify_numeric(*schedule, DType::int32, ReduceOp::sum, 1 + n + p);
     const ExecutionStats str = check_structure(*schedule);
     if (a.collective == Collective::barrier && !str.barrier_causality_checked)
@@ -134,7 +97,7 @@ std::string check_config(const AlgorithmCase& a, int p, int root, std::int64_t n
 // cost model; returns "" or the violation.
 std::string check_lower_bound(const AlgorithmCase& a, int p, int root, std::int64_t n) {
   try {
-    const ScheduleSpec spec = spec_for(a, p, root, n, 4);
+    const ScheduleSpec spec = make_spec(a, p, root, n);
     for (const CostParams& m : kCostModels) {
       const CostEstimate c = closed_form_cost(spec, m);
       const CostEstimate lb = lower_bound(spec.collective, p, n, spec.elem_size, m);
@@ -186,9 +149,9 @@ void sweep_grid(const AlgorithmCase& a, const char* what, Check check, bool time
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> failures;
   long long configs = 0;
-  for (int p : kSweepRanks)
-    for (int root : roots_for(a.collective, p))
-      for (std::int64_t n : counts_for(a.collective, p)) {
+  for (int p : kRanks)
+    for (int root : roots(a.collective, p))
+      for (std::int64_t n : sweep_counts(a.collective, p)) {
         ++configs;
         const std::string problem = check(p, root, n);
         if (!problem.empty())
@@ -238,14 +201,14 @@ TEST_P(Sweep, EveryDtypeAndOp) {
   const AlgorithmCase& a = GetParam();
   std::vector<std::string> failures;
   for (int p : {1, 2, 3, 5, 8, 13})
-    for (int root : roots_for(a.collective, p))
+    for (int root : roots(a.collective, p))
       for (std::int64_t n :
            {std::int64_t{0}, std::int64_t{1}, std::int64_t{p + 1}, std::int64_t{100}}) {
         if (a.collective == Collective::barrier && n != 0) continue;
         for (DType t : kAllDTypes)
           for (ReduceOp op : kAllReduceOps) {
             try {
-              const auto s = make_schedule(spec_for(a, p, root, n, elem_size(t)));
+              const auto s = make_schedule(make_spec(a, p, root, n, elem_size(t)));
               for (std::uint64_t seed : {1, 2}) verify_numeric(*s, t, op, seed);
             } catch (const Error& e) {
               failures.push_back(a.label() + " p=" + std::to_string(p) +
@@ -269,8 +232,8 @@ TEST(SweepRegistry, NamesAreUniquePerCollective) {
   const auto cases = all_cases();
   for (std::size_t i = 0; i < cases.size(); ++i)
     for (std::size_t j = i + 1; j < cases.size(); ++j)
-      EXPECT_FALSE(cases[i].collective == cases[j].collective &&
-                   cases[i].algorithm == cases[j].algorithm && cases[i].variant == cases[j].variant)
+      EXPECT_FALSE(cases[i].collective == cases[j].collective && cases[i].name == cases[j].name &&
+                   cases[i].variant == cases[j].variant)
           << cases[i].label() << " is registered twice";
 }
 

@@ -1,8 +1,9 @@
 // The tree families: broadcast, reduce, scatter/gather, barrier and the tree
-// all_reduces. Every algorithm is run by the reference executor for every p,
-// root and count; its observed steps and bytes must equal its closed-form
-// cost, and its closed-form time must equal an alpha-beta-gamma replay of the
-// schedule wherever the cost formula claims exactness.
+// all_reduces. Every algorithm runs every dtype and op, pipelines run with
+// explicit segment sizes, and the closed-form time must equal an
+// alpha-beta-gamma replay of the schedule wherever the cost formula claims
+// exactness (a tight upper bound elsewhere); hand-worked cases check the
+// steps themselves.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,7 +11,6 @@
 #include <map>
 #include <set>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -19,225 +19,59 @@
 #include "algorithms/reference.h"
 #include "algorithms/registry.h"
 #include "algorithms/tree_pipeline.h"
+#include "tests/algorithms/test_support.h"
 
 namespace collkit {
 namespace {
 
-struct Algo {
-  Collective collective;
-  const char* name;
+using testing_support::AlgoId;
+using testing_support::expect_every_dtype_and_op;
+using testing_support::kModel;
+using testing_support::make_spec;
+using testing_support::replay;
+using testing_support::roots;
+
+struct Algo : AlgoId {
   // Closed-form time equals the replay for every p and n (not only for p a
   // power of two with evenly divided blocks and segments).
   bool exact_any = false;
 };
 
+// Per-configuration verification, steps, bytes and the lower bound over every
+// p, root and count are in sweep_test.cc, for the whole registry.
 const Algo kAlgos[] = {
-    {Collective::broadcast, "linear", true},
-    {Collective::broadcast, "binomial_tree", true},
-    {Collective::broadcast, "hypercube", true},
-    {Collective::broadcast, "pipelined_chain"},
-    {Collective::broadcast, "pipelined_binary_tree"},
-    {Collective::broadcast, "double_binary_tree"},
-    {Collective::broadcast, "scatter_ring_allgather"},
-    {Collective::broadcast, "scatter_rd_allgather"},
-    {Collective::reduce, "linear", true},
-    {Collective::reduce, "binomial_tree", true},
-    {Collective::reduce, "pipelined_chain"},
-    {Collective::scatter, "linear", true},
-    {Collective::scatter, "binomial_tree"},
-    {Collective::gather, "linear", true},
-    {Collective::gather, "binomial_tree"},
-    {Collective::barrier, "dissemination", true},
-    {Collective::barrier, "binomial_tree", true},
-    {Collective::all_reduce, "linear", true},
-    {Collective::all_reduce, "binomial_tree", true},
-    {Collective::all_reduce, "double_binary_tree"},
+    {{Collective::broadcast, "linear"}, true},
+    {{Collective::broadcast, "binomial_tree"}, true},
+    {{Collective::broadcast, "hypercube"}, true},
+    {{Collective::broadcast, "pipelined_chain"}},
+    {{Collective::broadcast, "pipelined_binary_tree"}},
+    {{Collective::broadcast, "double_binary_tree"}},
+    {{Collective::broadcast, "scatter_ring_allgather"}},
+    {{Collective::broadcast, "scatter_rd_allgather"}},
+    {{Collective::reduce, "linear"}, true},
+    {{Collective::reduce, "binomial_tree"}, true},
+    {{Collective::reduce, "pipelined_chain"}},
+    {{Collective::scatter, "linear"}, true},
+    {{Collective::scatter, "binomial_tree"}},
+    {{Collective::gather, "linear"}, true},
+    {{Collective::gather, "binomial_tree"}},
+    {{Collective::barrier, "dissemination"}, true},
+    {{Collective::barrier, "binomial_tree"}, true},
+    {{Collective::all_reduce, "linear"}, true},
+    {{Collective::all_reduce, "binomial_tree"}, true},
+    {{Collective::all_reduce, "double_binary_tree"}},
 };
-
-const int kRanks[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
-                      12, 13, 14, 15, 16, 17, 24, 32, 33, 64, 100};
-
-enum class CountKind { zero, one, p_minus_1, p, p_plus_1, thousand, large };
-const CountKind kCounts[] = {CountKind::zero, CountKind::one,      CountKind::p_minus_1,
-                             CountKind::p,    CountKind::p_plus_1, CountKind::thousand,
-                             CountKind::large};
-
-std::int64_t resolve(CountKind k, int p) {
-  switch (k) {
-    case CountKind::zero:
-      return 0;
-    case CountKind::one:
-      return 1;
-    case CountKind::p_minus_1:
-      return p - 1;
-    case CountKind::p:
-      return p;
-    case CountKind::p_plus_1:
-      return p + 1;
-    case CountKind::thousand:
-      return 1000;
-    case CountKind::large:
-      return 65537;
-  }
-  return 0;
-}
-
-std::string label(const Algo& a) { return std::string(to_string(a.collective)) + "_" + a.name; }
-
-ScheduleSpec make_spec(const Algo& a, int p, int root, std::int64_t n, int elem_size = 4,
-                       std::int64_t segment = 0) {
-  ScheduleSpec spec;
-  spec.collective = a.collective;
-  spec.algorithm = a.name;
-  spec.ranks = p;
-  spec.root = root;
-  spec.count = a.collective == Collective::barrier ? 0 : n;
-  spec.elem_size = elem_size;
-  spec.segment = segment;
-  return spec;
-}
-
-std::vector<int> roots(const Algo& a, int p) {
-  if (!is_rooted(a.collective)) return {0};
-  std::vector<int> r{0, p / 2, p - 1};
-  std::sort(r.begin(), r.end());
-  r.erase(std::unique(r.begin(), r.end()), r.end());
-  return r;
-}
-
-int elem_size(DType t) { return t == DType::int32 || t == DType::float32 ? 4 : 8; }
-
-const CostParams kModel{2e-6, 1.0 / 50e9, 1.0 / 80e9};
-
-// Alpha-beta-gamma replay with the simulator's semantics (one full-duplex
-// link per pair, no contention, no barrier between steps): a rank posts a
-// step's sends and receives when its previous step ends; a matched pair (FIFO
-// per ordered pair) starts at the later of the two posts and completes
-// alpha + m beta later, the receiver m gamma later still when it reduces.
-double replay(const Schedule& s, int elem, const CostParams& c) {
-  const int p = s.ranks();
-  std::vector<std::vector<Step>> steps(p);
-  for (int r = 0; r < p; ++r) steps[r] = s.steps(r);
-  std::vector<std::size_t> idx(p, 0);
-  std::vector<double> now(p, 0.0);
-  std::vector<bool> posted(p, false);
-  std::map<std::pair<int, int>, std::vector<double>> sends, recvs;
-  std::vector<std::vector<std::size_t>> slot(p);
-  const auto bytes = [&](const Region& r) { return static_cast<double>(r.count) * elem; };
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int r = 0; r < p; ++r) {
-      while (idx[r] < steps[r].size()) {
-        const Step& st = steps[r][idx[r]];
-        if (!posted[r]) {
-          slot[r].assign(st.ops.size(), 0);
-          for (std::size_t j = 0; j < st.ops.size(); ++j) {
-            const Op& op = st.ops[j];
-            if (op.kind != OpKind::send && op.kind != OpKind::recv) continue;
-            auto& v = op.kind == OpKind::send ? sends[{r, op.peer}] : recvs[{op.peer, r}];
-            slot[r][j] = v.size();
-            v.push_back(now[r]);
-          }
-          posted[r] = true;
-        }
-        bool ready = true;
-        double end = now[r];
-        for (std::size_t j = 0; j < st.ops.size() && ready; ++j) {
-          const Op& op = st.ops[j];
-          if (op.kind != OpKind::send && op.kind != OpKind::recv) continue;
-          const bool is_send = op.kind == OpKind::send;
-          const auto& other = is_send ? recvs[{r, op.peer}] : sends[{op.peer, r}];
-          if (other.size() <= slot[r][j]) {
-            ready = false;
-            break;
-          }
-          const Region& reg = is_send ? op.src : op.dst;
-          double done = std::max(now[r], other[slot[r][j]]) + c.alpha + bytes(reg) * c.beta;
-          if (!is_send && op.combine == Combine::reduce) done += bytes(reg) * c.gamma;
-          end = std::max(end, done);
-        }
-        if (!ready) break;
-        for (const Op& op : st.ops)
-          if (op.kind == OpKind::reduce) end += bytes(op.dst) * c.gamma;
-        now[r] = end;
-        ++idx[r];
-        posted[r] = false;
-        progress = true;
-      }
-    }
-  }
-  for (int r = 0; r < p; ++r) EXPECT_EQ(idx[r], steps[r].size()) << "replay deadlock at rank " << r;
-  return *std::max_element(now.begin(), now.end());
-}
-
-// ---- the sweep: every algorithm x p x count x root ----
-
-class TreesSweep : public ::testing::TestWithParam<std::tuple<Algo, int, CountKind>> {};
-
-TEST_P(TreesSweep, VerifiedAndCostMatches) {
-  const auto& [a, p, kind] = GetParam();
-  const std::int64_t n = resolve(kind, p);
-  for (int root : roots(a, p)) {
-    SCOPED_TRACE("root " + std::to_string(root) + " n " + std::to_string(n));
-    const auto s = make_schedule(make_spec(a, p, root, n));
-    ExecutionStats stats;
-    ASSERT_NO_THROW(stats = verify_numeric(*s, DType::int32, ReduceOp::sum, 11 + p + n));
-    if (n <= 1000) {
-      ASSERT_NO_THROW(verify_symbolic(*s));
-    }
-    const CostEstimate cost = closed_form_cost(s->spec(), kModel);
-    EXPECT_EQ(cost.steps, stats.max_comm_steps);
-    EXPECT_DOUBLE_EQ(cost.bytes_sent, static_cast<double>(stats.max_elems_sent) * 4);
-    const CostEstimate lb = lower_bound(a.collective, p, n, 4, kModel);
-    // The bound's (p-1)/p n is fractional unless p | n.
-    if (n > 0 && n % p == 0) {
-      EXPECT_GE(cost.time, lb.time * (1 - 1e-9));
-    }
-  }
-}
-
-std::vector<Algo> data_algos() {
-  std::vector<Algo> out;
-  for (const Algo& a : kAlgos)
-    if (a.collective != Collective::barrier) out.push_back(a);
-  return out;
-}
-
-std::vector<Algo> barrier_algos() {
-  std::vector<Algo> out;
-  for (const Algo& a : kAlgos)
-    if (a.collective == Collective::barrier) out.push_back(a);
-  return out;
-}
-
-std::string sweep_name(const ::testing::TestParamInfo<std::tuple<Algo, int, CountKind>>& info) {
-  return label(std::get<0>(info.param)) + "_p" + std::to_string(std::get<1>(info.param)) + "_c" +
-         std::to_string(static_cast<int>(std::get<2>(info.param)));
-}
-
-INSTANTIATE_TEST_SUITE_P(Data, TreesSweep,
-                         ::testing::Combine(::testing::ValuesIn(data_algos()),
-                                            ::testing::ValuesIn(kRanks),
-                                            ::testing::ValuesIn(kCounts)),
-                         sweep_name);
-
-// A barrier moves no data: count 0 only.
-INSTANTIATE_TEST_SUITE_P(Barrier, TreesSweep,
-                         ::testing::Combine(::testing::ValuesIn(barrier_algos()),
-                                            ::testing::ValuesIn(kRanks),
-                                            ::testing::Values(CountKind::zero)),
-                         sweep_name);
 
 // Explicit segment sizes: steps and bytes stay exact, results stay right.
 TEST(Trees, PipelinesWithExplicitSegments) {
   for (const Algo& a : kAlgos) {
-    const std::string name = a.name;
+    const std::string& name = a.name;
     if (name.find("pipelined") == std::string::npos && name != "double_binary_tree") continue;
     for (int p : {2, 3, 4, 5, 7, 8, 12, 17})
       for (std::int64_t n : {1, 9, 100})
         for (std::int64_t seg : {1, 3, 7, 64})
-          for (int root : roots(a, p)) {
-            SCOPED_TRACE(label(a) + " p " + std::to_string(p) + " n " + std::to_string(n) +
+          for (int root : roots(a.collective, p)) {
+            SCOPED_TRACE(a.label() + " p " + std::to_string(p) + " n " + std::to_string(n) +
                          " seg " + std::to_string(seg) + " root " + std::to_string(root));
             const auto s = make_schedule(make_spec(a, p, root, n, 4, seg));
             ExecutionStats st;
@@ -256,15 +90,7 @@ TEST(Trees, EveryDtypeAndOp) {
   for (const Algo& a : kAlgos)
     for (int p : {1, 3, 4, 6, 13})
       for (std::int64_t n : {std::int64_t{2}, std::int64_t{p + 3}, std::int64_t{97}})
-        for (int root : roots(a, p))
-          for (DType t : kAllDTypes)
-            for (ReduceOp op : kAllReduceOps) {
-              SCOPED_TRACE(label(a) + " p " + std::to_string(p) + " n " + std::to_string(n) +
-                           " root " + std::to_string(root) + " " + std::string(to_string(t)) + " " +
-                           std::string(to_string(op)));
-              const auto s = make_schedule(make_spec(a, p, root, n, elem_size(t)));
-              EXPECT_NO_THROW(verify_numeric(*s, t, op, 3));
-            }
+        expect_every_dtype_and_op(a, p, n);
 }
 
 // ---- closed-form time equals the replay where it is claimed exact ----
@@ -276,12 +102,12 @@ TEST(Trees, TimeExactForPowersOfTwoWithEvenSegments) {
         for (std::int64_t seg : {0, 4}) {
           // p | n, and segments of 4 divide n and n/2.
           const std::int64_t n = 8 * p * k;
-          for (int root : roots(a, p)) {
-            SCOPED_TRACE(label(a) + " p " + std::to_string(p) + " n " + std::to_string(n) +
+          for (int root : roots(a.collective, p)) {
+            SCOPED_TRACE(a.label() + " p " + std::to_string(p) + " n " + std::to_string(n) +
                          " seg " + std::to_string(seg) + " root " + std::to_string(root));
             const auto s = make_schedule(make_spec(a, p, root, n, 4, seg));
             // Default segments need not divide the vector.
-            const std::string name = a.name;
+            const std::string& name = a.name;
             const bool pipelined =
                 name.find("pipelined") != std::string::npos || name == "double_binary_tree";
             if (seg == 0 && pipelined) continue;
@@ -297,7 +123,7 @@ TEST(Trees, TimeMatchesReplayForAnyPWhereExact) {
     if (!a.exact_any) continue;
     for (int p : {3, 5, 6, 7, 12, 13, 24, 33})
       for (std::int64_t n : {1, 17, 1000}) {
-        SCOPED_TRACE(label(a) + " p " + std::to_string(p) + " n " + std::to_string(n));
+        SCOPED_TRACE(a.label() + " p " + std::to_string(p) + " n " + std::to_string(n));
         const auto s = make_schedule(make_spec(a, p, p / 2, n));
         const double want = replay(*s, 4, kModel);
         const double got = closed_form_cost(s->spec(), kModel).time;
@@ -313,7 +139,7 @@ TEST(Trees, TimeIsATightUpperBoundOtherwise) {
     if (a.exact_any) continue;
     for (int p : {3, 5, 6, 12, 13})
       for (std::int64_t n : {17, 1000, 4099}) {
-        SCOPED_TRACE(label(a) + " p " + std::to_string(p) + " n " + std::to_string(n));
+        SCOPED_TRACE(a.label() + " p " + std::to_string(p) + " n " + std::to_string(n));
         const auto s = make_schedule(make_spec(a, p, p / 2, n));
         const double want = replay(*s, 4, kModel);
         const double got = closed_form_cost(s->spec(), kModel).time;
