@@ -9,5 +9,6 @@ void add_algorithms_command(CLI::App& app);
 void add_schedule_command(CLI::App& app);
 void add_simulate_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_plan_command(CLI::App& app);
 
 }  // namespace collkit::cli

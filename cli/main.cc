@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   collkit::cli::add_algorithms_command(app);
   collkit::cli::add_schedule_command(app);
   collkit::cli::add_simulate_command(app);
+  collkit::cli::add_plan_command(app);
 #ifdef COLLKIT_HAVE_REALRUN
   collkit::cli::add_bench_command(app);
 #endif

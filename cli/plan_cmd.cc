@@ -1,0 +1,113 @@
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "algorithms/error.h"
+#include "cli/commands.h"
+#include "reports/atomic_file.h"
+#include "reports/dtypes.h"
+#include "reports/planner.h"
+#include "reports/planner_model.h"
+#include "reports/sweep.h"
+#include "topologies/topology.h"
+
+namespace collkit::cli {
+namespace {
+
+struct PlanArgs {
+  std::string model;
+  std::string topology;
+  // Numbers are kept as text so that a bad value is reported with the flag's
+  // name in one line, exit 2, like every other usage error.
+  std::string ranks = "0";
+  std::string batch;
+  std::string micro_batch = "0";
+  std::string dtype = "bfloat16";
+  std::string device_memory = "80GiB";
+  std::string net_model = "flow";
+  std::string device_tflops = "400";
+  std::string json_path;
+};
+
+std::int64_t parse_positive(const std::string& flag, const std::string& text, bool allow_zero) {
+  bool digits = !text.empty() && text.size() <= 15;
+  for (char c : text) digits = digits && c >= '0' && c <= '9';
+  if (!digits)
+    throw UsageError(flag + " '" + text + "': expected a " +
+                     (allow_zero ? "non-negative" : "positive") + " integer");
+  const std::int64_t v = std::stoll(text);
+  if (v == 0 && !allow_zero) throw UsageError(flag + " '" + text + "': must be >= 1");
+  return v;
+}
+
+// "bf16" and "fp16" are how training people spell them; nccl-tests' names work too.
+DataType parse_plan_dtype(const std::string& text) {
+  if (text == "bf16") return DataType::bfloat16;
+  if (text == "fp16") return DataType::half;
+  if (text == "fp32") return DataType::float32;
+  return parse_data_type(text);
+}
+
+void run_plan(const PlanArgs& a) {
+  PlanOptions opts;
+  opts.batch = parse_positive("--batch", a.batch, false);
+  opts.micro_batch = parse_positive("--micro-batch", a.micro_batch, true);
+  const std::int64_t ranks = parse_positive("--ranks", a.ranks, true);
+  if (ranks > (1 << 24)) throw UsageError("--ranks '" + a.ranks + "': too large");
+  opts.dtype = parse_plan_dtype(a.dtype);
+  opts.device_memory = parse_memory_size("--device-memory", a.device_memory);
+  opts.sim.model = parse_net_model(a.net_model);
+  try {
+    std::size_t used = 0;
+    opts.device_tflops = std::stod(a.device_tflops, &used);
+    if (used != a.device_tflops.size() || !(opts.device_tflops > 0))
+      throw std::invalid_argument("");
+  } catch (const std::exception&) {
+    throw UsageError("--device-tflops '" + a.device_tflops + "': expected a positive number");
+  }
+  opts.topology_file = a.topology;
+  if (!a.json_path.empty()) check_writable(a.json_path);
+
+  const Model model = load_model(a.model);
+  const std::unique_ptr<Topology> topology = load_topology(a.topology, static_cast<int>(ranks));
+  opts.ranks = topology->num_ranks();
+
+  const PlanResult result = make_plan(model, *topology, opts);
+  std::fputs(format_plan(result, model, opts).c_str(), stdout);
+  std::fflush(stdout);
+  if (!a.json_path.empty()) {
+    Json j;
+    j["collkit_version"] = COLLKIT_VERSION;
+    j.update(plan_json(result, model, *topology, opts));
+    write_file_atomic(a.json_path, j.dump(2) + "\n");
+  }
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "plan",
+      "Choose per layer data parallel, ZeRO 1/2/3, the model-parallel FC split or tensor "
+      "parallel from simulated communication time and memory (docs/PLANNER.md)");
+  auto a = std::make_shared<PlanArgs>();
+  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  cmd->add_option("--model", a->model, "Model file (JSON, docs/MODELS.md)")->required();
+  cmd->add_option("--topology", a->topology, "Topology file (JSON) or astra:FILE.yml")->required();
+  cmd->add_option("--ranks", a->ranks, "Ranks on the topology's first endpoints (0 = all)");
+  cmd->add_option("--batch", a->batch, "Global batch (samples per training step)")->required();
+  cmd->add_option("--micro-batch", a->micro_batch,
+                  "Samples per rank per micro-batch (0 = the planner chooses)");
+  cmd->add_option("--dtype", a->dtype, "Training data type: bf16 (default), fp16, fp32, ...");
+  cmd->add_option("--device-memory", a->device_memory,
+                  "Memory per device: 80GiB (default), 80GB, 141GB, ...");
+  cmd->add_option("--device-tflops", a->device_tflops,
+                  "Achieved dense TFLOPS per device, prices the pipeline bubble (400)");
+  cmd->add_option("--net-model", a->net_model, "Network model: flow (default) or alpha-beta");
+  cmd->add_option("--json", a->json_path, "Write the plan as JSON to this file (atomically)");
+  cmd->callback([a] { run_plan(*a); });
+}
+
+}  // namespace collkit::cli

@@ -1,0 +1,132 @@
+// Runs the built `collkit plan` as a user would: exit codes, messages, the
+// printed table and the JSON file it leaves behind.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace collkit {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+class PlanCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           (std::string("collkit_plan_") +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static std::string slurp(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  static std::string src(const std::string& rel) {
+    return std::string(COLLKIT_SOURCE_DIR) + "/" + rel;
+  }
+
+  // `args` is appended to "collkit plan" (shell words).
+  RunResult run(const std::string& args) {
+    const std::string cmd = std::string("'") + COLLKIT_BINARY + "' plan " + args + " >'" +
+                            (dir_ / "stdout").string() + "' 2>'" + (dir_ / "stderr").string() + "'";
+    const int status = std::system(cmd.c_str());
+    RunResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(dir_ / "stdout");
+    r.err = slurp(dir_ / "stderr");
+    return r;
+  }
+
+  std::string alexnet_on_dgx() const {
+    return "--model '" + src("models/alexnet.json") + "' --topology '" +
+           src("topologies/dgx-h100.json") + "'";
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(PlanCli, AlexNetPlanPrintsAndWritesJson) {
+  const fs::path json = dir_ / "plan.json";
+  const RunResult r = run(alexnet_on_dgx() + " --batch 256 --json '" + json.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("fc6            fc_split"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("conv1          dp"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# fits:"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(j["mode"], "plan");
+  EXPECT_EQ(j["ranks"], 8);
+  EXPECT_EQ(j["layers"].size(), 8u);
+  EXPECT_EQ(j["layers"][5]["strategy"], "fc_split");
+  EXPECT_EQ(j["layers"][0]["collectives"][0]["collective"], "all_reduce");
+  EXPECT_EQ(j["layers"][0]["collectives"][0]["bytes"], 23296 * 2);
+  EXPECT_EQ(j["totals"]["fits"], true);
+  EXPECT_GT(j["totals"]["time_us"].get<double>(), 0);
+  // Atomic write: no temporary left next to the file.
+  int files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir_)) ++files;
+  EXPECT_EQ(files, 3);  // plan.json, stdout, stderr
+}
+
+TEST_F(PlanCli, NothingFitsIsSaidClearly) {
+  const RunResult r = run(alexnet_on_dgx() + " --batch 256 --device-memory 1MB");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("NOTHING FITS"), std::string::npos) << r.out;
+}
+
+TEST_F(PlanCli, BadInputExitsTwoWithAMessage) {
+  struct Case {
+    std::string args, message;
+  };
+  const fs::path bad_kind = dir_ / "bad-kind.json";
+  std::ofstream(bad_kind) << R"({"name": "m", "layers": [{"name": "x", "kind": "lstm",
+      "params": 1, "act_in": 1, "act_out": 1, "flops": 1}]})";
+  const fs::path bad_total = dir_ / "bad-total.json";
+  std::ofstream(bad_total) << R"({"name": "m", "params": 99, "layers": [{"name": "fc",
+      "kind": "linear", "shape": {"in_features": 10, "out_features": 4}}]})";
+  const fs::path negative = dir_ / "negative.json";
+  std::ofstream(negative) << R"({"name": "m", "layers": [{"name": "fc",
+      "kind": "linear", "shape": {"in_features": 10, "out_features": -4}}]})";
+  const std::string topo = " --topology '" + src("topologies/dgx-h100.json") + "'";
+  const Case cases[] = {
+      {alexnet_on_dgx() + " --batch 100",
+       "--batch 100 is not divisible by the data-parallel degree 8"},
+      {alexnet_on_dgx() + " --batch 0", "--batch '0': must be >= 1"},
+      {alexnet_on_dgx() + " --batch 256 --device-memory 80XB", "--device-memory '80XB'"},
+      {alexnet_on_dgx() + " --batch 256 --dtype float7", "float7"},
+      {"--model '" + (dir_ / "missing.json").string() + "'" + topo + " --batch 8",
+       "missing.json: cannot open model file"},
+      {"--model '" + bad_kind.string() + "'" + topo + " --batch 8",
+       "bad-kind.json: layers[0] (x).kind = 'lstm': unknown layer kind"},
+      {"--model '" + bad_total.string() + "'" + topo + " --batch 8",
+       "bad-total.json.params = 99 disagrees with the layers, which sum to 44"},
+      {"--model '" + negative.string() + "'" + topo + " --batch 8",
+       "negative.json: layers[0] (fc).shape.out_features = -4: must be >= 1"},
+  };
+  for (const Case& c : cases) {
+    const RunResult r = run(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace collkit

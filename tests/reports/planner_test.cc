@@ -1,0 +1,365 @@
+// The layer planner against figures computed by hand: model parameter counts
+// from PLANNER.md, the ZeRO paper's memory table, the seeds' AlexNet split and
+// its crossover batch, GPT-3 175B on 1024 GPUs and Llama-2-7B on one DGX.
+#include "reports/planner.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "algorithms/error.h"
+#include "reports/nccl_sizes.h"
+#include "reports/planner_model.h"
+#include "topologies/topology.h"
+
+namespace collkit {
+namespace {
+
+std::string source(const std::string& rel) { return std::string(COLLKIT_SOURCE_DIR) + "/" + rel; }
+
+Model model(const std::string& name) { return load_model(source("models/" + name + ".json")); }
+
+const LayerPlan& layer(const PlanResult& r, const std::string& name) {
+  for (const LayerPlan& l : r.plan.layers)
+    if (l.name == name) return l;
+  throw std::runtime_error("no layer " + name);
+}
+
+// Bytes each rank sends for one collective over p ranks (nccl-tests' busbw
+// convention: all_reduce 2(p-1)/p of the vector, all_gather and
+// reduce_scatter (p-1)/p of the whole buffer).
+double moved(const CollectiveUse& u) {
+  return static_cast<double>(u.bytes) * busbw_factor(u.collective, u.group_size) *
+         static_cast<double>(u.count);
+}
+
+double moved(const std::vector<CollectiveUse>& uses) {
+  double total = 0;
+  for (const CollectiveUse& u : uses) total += moved(u);
+  return total;
+}
+
+TEST(PlannerModels, ParameterTotalsMatchPlannerMd) {
+  const std::map<std::string, std::int64_t> totals = {
+      {"alexnet", 61100840},      {"resnet50", 25557032},     {"gpt2-124m", 124439808},
+      {"gpt2-1.5b", 1557611200},  {"llama2-7b", 6738415616},  {"llama2-70b", 68976648192},
+      {"alexnet-2304", 32789288}, {"gpt3-175b", 174604259328}};
+  for (const auto& [name, total] : totals) {
+    const Model m = model(name);
+    EXPECT_EQ(m.total_params(), total) << name;
+  }
+  // GPT-3: 96 blocks of 12 h^2 + 13 h at h = 12288.
+  const Model g = model("gpt3-175b");
+  EXPECT_EQ(g.layers[1].params, 1812099072);
+  EXPECT_EQ(g.layers[1].params, 12LL * 12288 * 12288 + 13 * 12288);
+  EXPECT_EQ(g.layers[1].repeat, 96);
+  // The seeds' variant feeds 256 x 3 x 3 features to its first FC layer.
+  EXPECT_EQ(model("alexnet-2304").layers[5].in_features, 2304);
+}
+
+TEST(PlannerModels, AlexNetLayersMatchTheTable) {
+  const Model m = model("alexnet");
+  struct Row {
+    std::int64_t params, out, flops;
+  };
+  const Row rows[] = {{23296, 193600, 140553600}, {307392, 139968, 447897600},
+                      {663936, 64896, 224280576}, {884992, 43264, 299040768},
+                      {590080, 43264, 199360512}, {37752832, 4096, 75497472},
+                      {16781312, 4096, 33554432}, {4097000, 1000, 8192000}};
+  ASSERT_EQ(m.layers.size(), 8u);
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(m.layers[i].params, rows[i].params) << m.layers[i].name;
+    EXPECT_EQ(m.layers[i].act_out, rows[i].out) << m.layers[i].name;
+    EXPECT_EQ(m.layers[i].flops, rows[i].flops) << m.layers[i].name;
+  }
+  EXPECT_EQ(m.layers[5].act_in, 9216);
+}
+
+void expect_file_error(const std::string& text, const std::string& part) {
+  try {
+    parse_model(text, "bad.json");
+    FAIL() << "accepted: " << text;
+  } catch (const FileError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("bad.json"), std::string::npos) << what;
+    EXPECT_NE(what.find(part), std::string::npos) << what;
+  }
+}
+
+TEST(PlannerModels, BadFilesNameFileAndField) {
+  const std::string fc = R"("shape": {"in_features": 10, "out_features": 4})";
+  expect_file_error(
+      R"({"name": "m", "layers": [{"name": "fc", "kind": "linear", "params": 40, )" + fc + "}]}",
+      "layers[0] (fc).params = 40 disagrees with its shape, which gives 44");
+  expect_file_error(
+      R"({"name": "m", "params": 45, "layers": [{"name": "fc", "kind": "linear", )" + fc + "}]}",
+      "bad.json.params = 45 disagrees with the layers, which sum to 44");
+  expect_file_error(R"({"name": "m", "layers": [{"name": "x", "kind": "conv3d", "params": 1,
+      "act_in": 1, "act_out": 1, "flops": 1}]})",
+                    "layers[0] (x).kind = 'conv3d': unknown layer kind");
+  expect_file_error(R"({"name": "m", "layers": [{"name": "x", "kind": "norm", "params": -5,
+      "act_in": 1, "act_out": 1, "flops": 1}]})",
+                    "layers[0] (x).params = -5: must be >= 0");
+  expect_file_error(R"({"name": "m", "layers": [{"name": "fc", "kind": "linear",
+      "shape": {"in_features": -3, "out_features": 4}}]})",
+                    "shape.in_features = -3: must be >= 1");
+  expect_file_error(R"({"name": "m", "layers": [{"name": "fc", "kind": "linear", "shape":
+      {"in_features": 3, "out_features": 4, "biass": true}}]})",
+                    "unknown key 'biass'");
+  expect_file_error(R"({"name": "m", "layer": []})", "unknown key 'layer'");
+  expect_file_error(
+      R"({"name": "m", "layers": [{"name": "fc", "kind": "linear", )" + fc + R"(, "repeat": 0}]})",
+      "repeat = 0: must be >= 1");
+}
+
+// PLANNER.md's table (Rajbhandari et al.): 7.5 B parameters, N_d = 64,
+// mixed-precision Adam (2 + 2 + 12 bytes per parameter).
+TEST(PlannerZero, MemoryTableExact) {
+  const double psi = 7.5e9;
+  const double expected[] = {16 * psi, 4 * psi + 12 * psi / 64, 2 * psi + 14 * psi / 64,
+                             16 * psi / 64};
+  const double table_gb[] = {120.0, 31.4, 16.6, 1.9};
+  for (int z = 0; z <= 3; ++z) {
+    const Memory m = model_state_memory(psi, z, 64, 2, 12);
+    EXPECT_DOUBLE_EQ(m.total(), expected[z]) << "stage " << z;
+    EXPECT_DOUBLE_EQ(std::round(m.total() / 1e8) / 10, table_gb[z]) << "stage " << z;
+  }
+  EXPECT_DOUBLE_EQ(model_state_memory(psi, 1, 64, 2, 12).total(), 31.40625e9);
+  EXPECT_DOUBLE_EQ(model_state_memory(psi, 2, 64, 2, 12).total(), 16.640625e9);
+  EXPECT_DOUBLE_EQ(model_state_memory(psi, 3, 64, 2, 12).total(), 1.875e9);
+}
+
+TEST(PlannerZero, Zero3MovesOneAndAHalfTimesDp) {
+  Layer l;
+  l.name = "w";
+  l.kind = LayerKind::norm;
+  l.params = 7'500'000'000 / 64;
+  l.repeat = 64;
+  const Layout lay{1, 1, 64, 1, 1};
+  const double dp = moved(layer_collectives(l, {Strategy::dp, 0}, lay, 2));
+  EXPECT_DOUBLE_EQ(dp, 2.0 * 63 / 64 * 7.5e9 * 2);
+  EXPECT_DOUBLE_EQ(moved(layer_collectives(l, {Strategy::zero1, 1}, lay, 2)), dp);
+  EXPECT_DOUBLE_EQ(moved(layer_collectives(l, {Strategy::zero2, 2}, lay, 2)), dp);
+  EXPECT_DOUBLE_EQ(moved(layer_collectives(l, {Strategy::zero3, 3}, lay, 2)), 1.5 * dp);
+  // With 4 micro-batches ZeRO-2 reduces gradients each time, ZeRO-3 also
+  // gathers parameters each time: (4 + 1) / 2 and 12 / 2 times DP.
+  const Layout acc{1, 1, 64, 1, 4};
+  EXPECT_DOUBLE_EQ(moved(layer_collectives(l, {Strategy::dp, 0}, acc, 2)), dp);
+  EXPECT_DOUBLE_EQ(moved(layer_collectives(l, {Strategy::zero2, 2}, acc, 2)), 2.5 * dp);
+  EXPECT_DOUBLE_EQ(moved(layer_collectives(l, {Strategy::zero3, 3}, acc, 2)), 6 * dp);
+}
+
+class AlexNetOnDgx : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    topo_ = load_topology(source("topologies/dgx-h100.json"));
+    model_ = model("alexnet");
+  }
+  PlanResult plan(std::int64_t batch) {
+    PlanOptions o;
+    o.ranks = 8;
+    o.batch = batch;
+    return make_plan(model_, *topo_, o);
+  }
+  std::unique_ptr<Topology> topo_;
+  Model model_;
+};
+
+TEST_F(AlexNetOnDgx, ConvDataParallelFcSplitAtBatch256) {
+  const PlanResult r = plan(256);
+  ASSERT_TRUE(r.fits);
+  EXPECT_EQ(r.plan.layout.dp, 8);
+  for (const char* conv : {"conv1", "conv2", "conv3", "conv4", "conv5"})
+    EXPECT_EQ(layer(r, conv).choice.strategy, Strategy::dp) << conv;
+  for (const char* fc : {"fc6", "fc7", "fc8"}) {
+    const LayerPlan& l = layer(r, fc);
+    EXPECT_EQ(l.choice.strategy, Strategy::fc_split) << fc;
+    // No gradient all_reduce for a split layer: only gathers and scatters.
+    for (const CollectiveUse& u : l.collectives) EXPECT_NE(u.collective, Collective::all_reduce);
+  }
+  // fc6 at 256 samples: all_gather of 256 x 9216 inputs, bf16.
+  EXPECT_EQ(layer(r, "fc6").collectives[0].bytes, 256LL * 9216 * 2);
+}
+
+TEST_F(AlexNetOnDgx, SeedsVariantReachesTheSeedsConclusion) {
+  model_ = model("alexnet-2304");
+  const PlanResult r = plan(256);
+  for (const char* conv : {"conv1", "conv2", "conv3", "conv4", "conv5"})
+    EXPECT_EQ(layer(r, conv).choice.strategy, Strategy::dp) << conv;
+  for (const char* fc : {"fc6", "fc7", "fc8"})
+    EXPECT_EQ(layer(r, fc).choice.strategy, Strategy::fc_split) << fc;
+  EXPECT_EQ(layer(r, "fc6").collectives[0].bytes, 256LL * 2304 * 2);
+}
+
+TEST_F(AlexNetOnDgx, FcLayersSwitchToDataParallelAtTheCrossover) {
+  const PlanResult big = plan(65536);
+  for (const char* fc : {"fc6", "fc7", "fc8"})
+    EXPECT_EQ(layer(big, fc).choice.strategy, Strategy::dp) << fc;
+  for (const char* conv : {"conv1", "conv5"})
+    EXPECT_EQ(layer(big, conv).choice.strategy, Strategy::dp) << conv;
+
+  for (int i = 5; i < 8; ++i) {
+    const Layer& l = model_.layers[i];
+    // Per-step bytes each rank sends: constant for dp, linear in the batch
+    // for the split, so the crossover is where they meet.
+    const Layout one{1, 1, 8, 1, 1};
+    const double v_dp = moved(layer_collectives(l, {Strategy::dp, 0}, one, 2));
+    const double v_split_per_sample =
+        moved(layer_collectives(l, {Strategy::fc_split, 0}, one, 2)) / 8;
+    const double crossover = v_dp / v_split_per_sample;
+    // = params / (in + out): fc6 2836, fc7 2048, fc8 804 samples.
+    EXPECT_NEAR(crossover, static_cast<double>(l.params) / (l.in_features + l.out_features), 1e-6);
+    // The planner's switch, found by bisection over batches divisible by 8.
+    std::int64_t lo = 8, hi = 65536;  // split at lo, dp at hi
+    while (hi - lo > 8) {
+      const std::int64_t mid = (lo + hi) / 16 * 8;
+      (layer(plan(mid), l.name).choice.strategy == Strategy::fc_split ? lo : hi) = mid;
+    }
+    EXPECT_EQ(layer(plan(lo), l.name).choice.strategy, Strategy::fc_split);
+    EXPECT_EQ(layer(plan(hi), l.name).choice.strategy, Strategy::dp);
+    std::printf("%s: volume crossover %.0f, planner switches between %lld and %lld\n",
+                l.name.c_str(), crossover, static_cast<long long>(lo), static_cast<long long>(hi));
+    // The volumes set the crossover; the split's four collectives pay three
+    // more latencies than dp's one all_reduce, which moves the switch a
+    // little below it (most for fc8, whose messages are smallest).
+    EXPECT_LE(static_cast<double>(hi), 1.02 * crossover) << l.name;
+    EXPECT_GE(static_cast<double>(hi), 0.8 * crossover) << l.name;
+  }
+}
+
+TEST_F(AlexNetOnDgx, BatchNotDivisibleIsAUsageError) {
+  try {
+    plan(100);
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("--batch 100 is not divisible by the data-parallel degree 8"),
+        std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(PlannerLlama, SevenBOnEightGpusNeedsZero) {
+  const auto topo = load_topology(source("topologies/dgx-h100.json"));
+  const Model m = model("llama2-7b");
+  PlanOptions o;
+  o.ranks = 8;
+  o.batch = 64;
+  o.device_memory = 80e9;
+  const PlanResult r = make_plan(m, *topo, o);
+  // Plain dp: 16 bytes per parameter of model states alone is 107.8 GB.
+  ASSERT_EQ(r.uniform.size(), 4u);
+  EXPECT_EQ(r.uniform[0].name, "dp");
+  EXPECT_FALSE(r.uniform[0].fits);
+  EXPECT_DOUBLE_EQ(
+      r.uniform[0].memory.params + r.uniform[0].memory.grads + r.uniform[0].memory.optimizer,
+      16.0 * 6738415616);
+  for (int z = 1; z <= 3; ++z) EXPECT_TRUE(r.uniform[z].fits) << r.uniform[z].name;
+  ASSERT_TRUE(r.fits);
+  EXPECT_LE(r.plan.memory.total(), 80e9);
+  EXPECT_NE(layer(r, "blocks").choice.strategy, Strategy::dp);
+}
+
+// GPT-3 175B on 128 DGX H100 (1024 GPUs, 80 GiB each), global batch 2048.
+TEST(PlannerGpt3, FitsOn1024H100WithTensorAndPipelineParallel) {
+  const auto topo = load_topology(source("topologies/h100-cluster-128x8.json"));
+  ASSERT_EQ(topo->num_ranks(), 1024);
+  const Model m = model("gpt3-175b");
+  PlanOptions o;
+  o.ranks = 1024;
+  o.batch = 2048;
+  const double device = 80.0 * (1ull << 30);
+  const PlanResult r = make_plan(m, *topo, o);
+  EXPECT_EQ(r.devices_per_node, 8);
+
+  // dp, zero1 and zero2 over all 1024 ranks do not fit; each one's memory is shown.
+  const double psi = 174604259328.0;
+  const double uniform_act =
+      2.0 * 2048 * 12288 * 2 * (96 + 2);  // 2 samples, every layer output, bf16
+  const double expected_uniform[] = {16 * psi, 4 * psi + 12 * psi / 1024,
+                                     2 * psi + 14 * psi / 1024};
+  for (int z = 0; z < 3; ++z) {
+    const Alternative& a = r.uniform[z];
+    ASSERT_TRUE(a.valid) << a.name;
+    EXPECT_FALSE(a.fits) << a.name;
+    EXPECT_NEAR(a.memory.total(), expected_uniform[z] + uniform_act, 1e-6 * a.memory.total())
+        << a.name;
+    EXPECT_GT(a.memory.total(), device);
+  }
+
+  ASSERT_TRUE(r.fits);
+  const Plan& p = r.plan;
+  // Nothing fits without ZeRO-3 at pp = 1, so pipelines compete, and win on
+  // communication plus bubble: Megatron over 4 GPUs, 16 stages of 8 nodes,
+  // data parallel over 16, micro-batches of 1 sample, 128 per step.
+  ASSERT_EQ(p.layout.tp, 4);
+  ASSERT_EQ(p.layout.pp, 16);
+  ASSERT_EQ(p.layout.dp, 16);
+  ASSERT_EQ(p.layout.micro_batch, 1);
+  ASSERT_EQ(p.layout.micro_batches, 128);
+  EXPECT_DOUBLE_EQ(p.bubble, 15.0 / 128);
+  ASSERT_EQ(layer(r, "embed").choice, (Choice{Strategy::dp, 0}));
+  ASSERT_EQ(layer(r, "blocks").choice, (Choice{Strategy::tensor_parallel, 0}));
+  ASSERT_EQ(layer(r, "final_norm").choice, (Choice{Strategy::dp, 0}));
+
+  // Stages are cut by parameter count (10.9 B each): the first holds the
+  // embedding and 6 blocks, and is the fullest.
+  const double embed = 50257.0 * 12288 + 2048.0 * 12288;
+  const double block = 1812099072.0;
+  const double norm = 2.0 * 12288;
+  EXPECT_DOUBLE_EQ(embed + 96 * block + norm, psi);
+  EXPECT_EQ(layer(r, "blocks").instances_per_rank, 6);
+  EXPECT_EQ(layer(r, "embed").first_stage, 0);
+  EXPECT_EQ(layer(r, "final_norm").first_stage, 15);
+  // Memory by hand: 16 bytes per parameter (no ZeRO), blocks split over 4;
+  // activations: 16 micro-batches in flight on stage 0 (1F1B, min(pp, m)),
+  // 1 sample x 2048 x 12288 bf16 per layer output, 7 outputs (embedding + 6
+  // blocks).
+  const double states = 16 * embed + 16 * 6 * block / 4;
+  const double acts = 16 * 7 * (2048.0 * 12288 * 2);
+  EXPECT_NEAR(p.memory.total(), states + acts, 1.0);
+  EXPECT_NEAR(p.memory.activations, acts, 1.0);
+  EXPECT_LE(p.memory.total(), device);
+
+  // Bytes per step of a stage-0 rank by hand (nccl-tests sizes x count):
+  // the embedding's gradient all_reduce; per block and micro-batch 4
+  // Megatron all_reduces of 2048 x 12288 bf16, per block one gradient
+  // all_reduce of its quarter; a send forward and one backward per
+  // micro-batch to the next stage.
+  const double act = 2048.0 * 12288 * 2;
+  const double expected_bytes = 2 * embed + 6 * 4 * 128 * act + 6 * (2 * block / 4) + 2 * 128 * act;
+  double bytes = 0;
+  for (const char* name : {"embed", "blocks"})
+    for (const CollectiveUse& u : layer(r, name).collectives)
+      bytes += static_cast<double>(u.bytes) * static_cast<double>(u.count);
+  for (const CollectiveUse& u : p.pipeline) bytes += static_cast<double>(u.bytes) * u.count;
+  EXPECT_DOUBLE_EQ(bytes, expected_bytes);
+  // Time = communication of the slowest stage + bubble x compute, compute =
+  // 3 x forward FLOPs x 128 samples / (4 x 16) at 400 TFLOPS.
+  double flops = 0;
+  for (const Layer& l : m.layers) flops += static_cast<double>(l.flops) * l.repeat;
+  EXPECT_NEAR(p.compute_time, 3 * flops * 128 / 64 / 400e12, 1e-9);
+  EXPECT_NEAR(p.time, p.comm_time + 15.0 / 128 * p.compute_time, 1e-9);
+  EXPECT_GT(p.time, 0);
+}
+
+}  // namespace
+}  // namespace collkit
+
+namespace collkit {
+namespace {
+
+TEST(PlannerOptions, DeviceMemorySizes) {
+  EXPECT_DOUBLE_EQ(parse_memory_size("--device-memory", "80GiB"), 80.0 * (1ull << 30));
+  EXPECT_DOUBLE_EQ(parse_memory_size("--device-memory", "80GB"), 80e9);
+  EXPECT_DOUBLE_EQ(parse_memory_size("--device-memory", "141GB"), 141e9);
+  EXPECT_DOUBLE_EQ(parse_memory_size("--device-memory", "1.5TB"), 1.5e12);
+  EXPECT_DOUBLE_EQ(parse_memory_size("--device-memory", "1024"), 1024);
+  for (const char* bad : {"", "GB", "80XB", "-1GB", "0GB", "8.0.0GB"})
+    EXPECT_THROW(parse_memory_size("--device-memory", bad), UsageError) << bad;
+}
+
+}  // namespace
+}  // namespace collkit
