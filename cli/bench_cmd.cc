@@ -1,0 +1,51 @@
+// Built only with collkit_realrun (cli/CMakeLists.txt defines
+// COLLKIT_HAVE_REALRUN then); main.cc registers it under the same guard.
+#ifdef COLLKIT_HAVE_REALRUN
+
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "realrun/bench.h"
+
+namespace collkit::cli {
+
+void add_bench_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "bench", "Measure collectives for real (launch under mpirun); nccl-tests flags and table");
+  auto a = std::make_shared<realrun::BenchArgs>();
+  a->version = COLLKIT_VERSION;
+  // Values stay text: run_bench parses them after MPI is up, so a bad value is
+  // reported once (by rank 0) and ends the whole job, instead of every rank
+  // printing and exiting on its own.
+  cmd->add_option("--backend", a->backend, "Backend (mpi)");
+  cmd->add_option("--collective", a->collective, "Collective");
+  cmd->add_option("--algorithm", a->algorithms,
+                  "Comma-separated algorithms (name or name:variant), 'native' for the MPI "
+                  "library's own, 'all' for every one (default)");
+  cmd->add_option("-b,--minbytes", a->min_bytes, "Minimum size in bytes, K/M/G suffixes (32M)");
+  cmd->add_option("-e,--maxbytes", a->max_bytes, "Maximum size in bytes (32M)");
+  cmd->add_option("-f,--stepfactor", a->step_factor, "Multiply the size by this (1 = use -i)");
+  cmd->add_option("-i,--stepbytes", a->step_bytes, "Add this to the size when -f is 1 (1M)");
+  cmd->add_option("-n,--iters", a->iters, "Timed iterations (20)");
+  cmd->add_option("-w,--warmup_iters", a->warmup, "Warm-up iterations (1)");
+  cmd->add_option("-c,--check", a->check, "Correctness check iterations, 0 = none (1)");
+  cmd->add_option("-d,--datatype", a->dtype, "Data type or 'all' (float)");
+  cmd->add_option("-o,--op", a->op, "Reduction op or 'all' (sum)");
+  cmd->add_option("-r,--root", a->root, "Root rank (0)");
+  cmd->add_option("-a,--average", a->average, "Time across ranks: 0 rank 0, 1 mean, 2 min, 3 max");
+  cmd->add_option("--json", a->json_path, "Write the report (JSON) here, atomically");
+  // A repeated flag takes its last value (as nccl-tests' getopt loop does)
+  // rather than failing inside CLI11 on every rank before MPI is up.
+  for (CLI::Option* opt : cmd->get_options())
+    opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  cmd->allow_extras();
+  cmd->callback([a, cmd] {
+    a->extras = cmd->remaining();
+    realrun::run_bench(*a);
+  });
+}
+
+}  // namespace collkit::cli
+
+#endif  // COLLKIT_HAVE_REALRUN

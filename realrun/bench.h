@@ -1,0 +1,43 @@
+// `collkit bench --backend mpi`: nccl-tests' measurement loop over the real
+// executor (every registered algorithm) and the MPI library's own collectives
+// ("native"), launched under mpirun. docs/BENCH.md is the user reference.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace collkit::realrun {
+
+// The command line as text: every value is parsed (and every error reported)
+// by run_bench, after MPI is up, so that only rank 0 prints it.
+struct BenchArgs {
+  std::string version;  // collkit's, for the report
+  std::string backend;
+  std::string collective;
+  std::string algorithms = "all";  // comma list; "native" = MPI's own; "all" = every one + native
+  // nccl-tests' flags and defaults.
+  std::string min_bytes = "32M";    // -b
+  std::string max_bytes = "32M";    // -e
+  std::string step_factor = "1";    // -f (> 1: multiply)
+  std::string step_bytes = "1M";    // -i (when -f is 1)
+  std::string iters = "20";         // -n
+  std::string warmup = "1";         // -w
+  std::string check = "1";          // -c: check iterations (0 = none)
+  std::string dtype = "float";      // -d: a type or "all"
+  std::string op = "sum";           // -o: an op or "all"
+  std::string root = "0";           // -r
+  std::string average = "1";        // -a: 0 rank 0, 1 mean, 2 min, 3 max
+  std::string json_path;            // --json
+  std::vector<std::string> extras;  // arguments the command line did not recognise
+};
+
+// Runs the benchmark on this MPI rank (initialising and finalising MPI) and
+// prints the tables on rank 0, which also writes --json atomically. Bad input
+// on any rank: rank 0 prints one line and the job ends with MPI_Abort(2),
+// never a hang; likewise ranks started with different flags. A failure during
+// the run aborts with the error's exit code. Returns normally when every
+// element checked was right; otherwise rank 0 throws RuntimeFailure (exit 1)
+// after MPI_Finalize and the other ranks return.
+void run_bench(const BenchArgs& args);
+
+}  // namespace collkit::realrun
