@@ -241,6 +241,31 @@ TEST(ExecutorTest, ReducingReceivesAndStepOrder) {
   }
 }
 
+// The executor sends an untouched copy of the input from the input itself
+// (copy propagation); a send after any write to the copy must see the write.
+// Rank 0 copies its input to the output, sends part of the untouched copy,
+// doubles the output by a local reduce from scratch, then sends the doubled part; rank 1
+// keeps what it receives in its output, half from each message.
+TEST(ExecutorTest, SendsOfACopySeeLaterWrites) {
+  const std::int64_t n = 6;
+  std::vector<std::vector<Step>> steps(2);
+  const Region whole_in{Buf::input, 0, n}, whole_out{Buf::output, 0, n};
+  const Region first{Buf::output, 1, 3}, second{Buf::output, 2, 3};
+  steps[0].push_back(Step{{copy_op(whole_in, whole_out)}});
+  steps[0].push_back(Step{{send_op(1, first)}});
+  steps[0].push_back(Step{{copy_op(whole_in, {Buf::scratch, 0, n})}});
+  steps[0].push_back(Step{{reduce_op({Buf::scratch, 0, n}, whole_out)}});
+  steps[0].push_back(Step{{send_op(1, second)}});
+  steps[1].push_back(Step{{copy_op(whole_in, whole_out)}});
+  steps[1].push_back(Step{{recv_op(0, {Buf::output, 0, 3})}});
+  steps[1].push_back(Step{{recv_op(0, {Buf::output, 3, 3})}});
+  ListSchedule s(spec_of(Collective::all_reduce, 2, n), steps, n);
+  std::vector<Values> in{{10, 11, 12, 13, 14, 15}, {20, 21, 22, 23, 24, 25}};
+  const auto out = run_all(s, in, RedOp::sum, false);
+  EXPECT_EQ(out[0], (Values{20, 22, 24, 26, 28, 30}));
+  EXPECT_EQ(out[1], (Values{11, 12, 13, 24, 26, 28}));
+}
+
 TEST(ExecutorTest, HalfAndBfloat16ReduceInFloat) {
   // 1 + 2048 is not a half; the sum of two halves rounds once, to even.
   ListSchedule s(spec_of(Collective::all_reduce, 2, 2), two_rank_all_reduce(2));
