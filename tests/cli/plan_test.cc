@@ -10,16 +10,15 @@
 #include <sstream>
 #include <string>
 
+#include "tests/cli/cli_runner.h"
+
 namespace collkit {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using testing_cli::RunResult;
+using testing_cli::slurp;
 
 class PlanCli : public ::testing::Test {
  protected:
@@ -32,28 +31,12 @@ class PlanCli : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  static std::string slurp(const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-
   static std::string src(const std::string& rel) {
     return std::string(COLLKIT_SOURCE_DIR) + "/" + rel;
   }
 
   // `args` is appended to "collkit plan" (shell words).
-  RunResult run(const std::string& args) {
-    const std::string cmd = std::string("'") + COLLKIT_BINARY + "' plan " + args + " >'" +
-                            (dir_ / "stdout").string() + "' 2>'" + (dir_ / "stderr").string() + "'";
-    const int status = std::system(cmd.c_str());
-    RunResult r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(dir_ / "stdout");
-    r.err = slurp(dir_ / "stderr");
-    return r;
-  }
+  RunResult run(const std::string& args) { return testing_cli::run_collkit("plan " + args, dir_); }
 
   std::string alexnet_on_dgx() const {
     return "--model '" + src("models/alexnet.json") + "' --topology '" +
@@ -82,7 +65,7 @@ TEST_F(PlanCli, AlexNetPlanPrintsAndWritesJson) {
   // Atomic write: no temporary left next to the file.
   int files = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir_)) ++files;
-  EXPECT_EQ(files, 3);  // plan.json, stdout, stderr
+  EXPECT_EQ(files, 1);  // plan.json only
 }
 
 TEST_F(PlanCli, NothingFitsIsSaidClearly) {

@@ -2,44 +2,21 @@
 // parses and matches the library, and one clear line with exit code 2 for
 // every kind of bad input.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "algorithms/registry.h"
 #include "algorithms/schedule_json.h"
+#include "tests/cli/cli_runner.h"
 
 namespace collkit {
 namespace {
 
-struct CmdResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using testing_cli::RunResult;
 
-CmdResult run(const std::string& args) {
-  const std::string err_file = testing::TempDir() + "collkit_schedule_cmd_stderr";
-  const std::string cmd = std::string("'") + COLLKIT_BINARY + "' " + args + " 2>'" + err_file + "'";
-  CmdResult r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf{};
-  size_t got = 0;
-  while ((got = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), got);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  FILE* f = fopen(err_file.c_str(), "r");
-  if (f != nullptr) {
-    while ((got = fread(buf.data(), 1, buf.size(), f)) > 0) r.err.append(buf.data(), got);
-    fclose(f);
-  }
-  std::remove(err_file.c_str());
-  return r;
+RunResult run(const std::string& args) {
+  return testing_cli::run_collkit(args, ::testing::TempDir());
 }
 
 int count_lines(const std::string& s) {
@@ -49,7 +26,7 @@ int count_lines(const std::string& s) {
 }
 
 TEST(ScheduleCommand, DumpsTheLibrarySchedule) {
-  const CmdResult r = run("schedule --collective all_reduce --algorithm ring --ranks 5 --count 7");
+  const RunResult r = run("schedule --collective all_reduce --algorithm ring --ranks 5 --count 7");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ScheduleSpec spec;
@@ -72,7 +49,7 @@ TEST(ScheduleCommand, DumpsTheLibrarySchedule) {
 }
 
 TEST(ScheduleCommand, VariantAndSingleRank) {
-  const CmdResult r =
+  const RunResult r =
       run("schedule --collective all_reduce --algorithm rabenseifner:blocks --ranks 6 --count 12 "
           "--rank 4");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -91,7 +68,7 @@ class ScheduleBadInput : public testing::TestWithParam<BadCase> {};
 
 TEST_P(ScheduleBadInput, OneClearLineExitTwo) {
   const BadCase c = GetParam();
-  const CmdResult r = run(c.args);
+  const RunResult r = run(c.args);
   EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
   EXPECT_NE(r.err.find(c.must_contain), std::string::npos) << r.err;
@@ -126,7 +103,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"schedule --collective all_reduce --algorithm ring --ranks four", "--ranks"}));
 
 TEST(AlgorithmsCommand, ListsEveryRegisteredPair) {
-  const CmdResult r = run("algorithms");
+  const RunResult r = run("algorithms");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const AlgorithmDef& d : algorithm_registry()) {
     EXPECT_NE(r.out.find(std::string(to_string(d.collective))), std::string::npos);

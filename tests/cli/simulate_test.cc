@@ -11,17 +11,15 @@
 #include <vector>
 
 #include "reports/report.h"
+#include "tests/cli/cli_runner.h"
 
 namespace collkit {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using testing_cli::RunResult;
+using testing_cli::slurp;
 
 class SimulateCli : public ::testing::Test {
  protected:
@@ -38,26 +36,9 @@ class SimulateCli : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  static std::string slurp(const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-
   // `args` is appended to "collkit simulate --topology <fc-8>" (shell words).
   RunResult run(const std::string& args) {
-    const std::string cmd = std::string("'") + COLLKIT_BINARY + "' simulate --topology '" +
-                            topology_ + "' " + args + " >'" + (dir_ / "stdout").string() + "' 2>'" +
-                            (dir_ / "stderr").string() + "'";
-    const int status = std::system(cmd.c_str());
-    RunResult r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(dir_ / "stdout");
-    r.err = slurp(dir_ / "stderr");
-    fs::remove(dir_ / "stdout");
-    fs::remove(dir_ / "stderr");
-    return r;
+    return testing_cli::run_collkit("simulate --topology '" + topology_ + "' " + args, dir_);
   }
 
   // Everything in the test directory but the topology.

@@ -1,0 +1,46 @@
+// Runs the built collkit binary as a user would, for the CLI tests: exit code,
+// stdout and stderr (through files in a scratch directory, so nothing is
+// lost to pipe buffering).
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace collkit::testing_cli {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// `args` are shell words appended to the binary's path; `dir` must exist and
+// is left as it was.
+inline RunResult run_collkit(const std::string& args, const std::filesystem::path& dir) {
+  const auto out = dir / ".stdout";
+  const auto err = dir / ".stderr";
+  const std::string cmd = std::string("'") + COLLKIT_BINARY + "' " + args + " >'" + out.string() +
+                          "' 2>'" + err.string() + "'";
+  const int status = std::system(cmd.c_str());
+  RunResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  return r;
+}
+
+}  // namespace collkit::testing_cli
