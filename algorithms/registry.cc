@@ -104,11 +104,10 @@ void validate(const ScheduleSpec& spec) {
   if (spec.count < 0)
     throw UsageError("count must be >= 0 (got " + std::to_string(spec.count) + ")");
   if (spec.collective == Collective::barrier && spec.count != 0)
-    throw UsageError("barrier moves no data: count must be 0 (got " +
-                     std::to_string(spec.count) + ")");
-  if (spec.elem_size < 1)
-    throw UsageError("element size must be >= 1 byte (got " + std::to_string(spec.elem_size) +
+    throw UsageError("barrier moves no data: count must be 0 (got " + std::to_string(spec.count) +
                      ")");
+  if (spec.elem_size < 1)
+    throw UsageError("element size must be >= 1 byte (got " + std::to_string(spec.elem_size) + ")");
   if (spec.segment < 0)
     throw UsageError("segment must be >= 0 elements (got " + std::to_string(spec.segment) + ")");
   if (spec.group_size < 0 || spec.group_size > spec.ranks)

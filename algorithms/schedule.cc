@@ -8,15 +8,24 @@ namespace collkit {
 
 std::string_view to_string(Collective c) {
   switch (c) {
-    case Collective::broadcast: return "broadcast";
-    case Collective::reduce: return "reduce";
-    case Collective::all_gather: return "all_gather";
-    case Collective::scatter: return "scatter";
-    case Collective::gather: return "gather";
-    case Collective::reduce_scatter: return "reduce_scatter";
-    case Collective::all_reduce: return "all_reduce";
-    case Collective::all_to_all: return "all_to_all";
-    case Collective::barrier: return "barrier";
+    case Collective::broadcast:
+      return "broadcast";
+    case Collective::reduce:
+      return "reduce";
+    case Collective::all_gather:
+      return "all_gather";
+    case Collective::scatter:
+      return "scatter";
+    case Collective::gather:
+      return "gather";
+    case Collective::reduce_scatter:
+      return "reduce_scatter";
+    case Collective::all_reduce:
+      return "all_reduce";
+    case Collective::all_to_all:
+      return "all_to_all";
+    case Collective::barrier:
+      return "barrier";
   }
   return "?";
 }
@@ -37,25 +46,31 @@ bool is_rooted(Collective c) {
 }
 
 bool is_reduction(Collective c) {
-  return c == Collective::reduce || c == Collective::reduce_scatter ||
-         c == Collective::all_reduce;
+  return c == Collective::reduce || c == Collective::reduce_scatter || c == Collective::all_reduce;
 }
 
 std::string_view to_string(Buf b) {
   switch (b) {
-    case Buf::input: return "input";
-    case Buf::output: return "output";
-    case Buf::scratch: return "scratch";
+    case Buf::input:
+      return "input";
+    case Buf::output:
+      return "output";
+    case Buf::scratch:
+      return "scratch";
   }
   return "?";
 }
 
 std::string_view to_string(OpKind k) {
   switch (k) {
-    case OpKind::send: return "send";
-    case OpKind::recv: return "recv";
-    case OpKind::copy: return "copy";
-    case OpKind::reduce: return "reduce";
+    case OpKind::send:
+      return "send";
+    case OpKind::recv:
+      return "recv";
+    case OpKind::copy:
+      return "copy";
+    case OpKind::reduce:
+      return "reduce";
   }
   return "?";
 }
@@ -70,15 +85,24 @@ BufferSizes io_sizes(Collective c, int p, int rank, int root, std::int64_t n) {
   const Partition part{n, p};
   const bool at_root = rank == root;
   switch (c) {
-    case Collective::broadcast: return {at_root ? n : 0, n, 0};
-    case Collective::reduce: return {n, at_root ? n : 0, 0};
-    case Collective::all_gather: return {part.size(rank), n, 0};
-    case Collective::scatter: return {at_root ? n : 0, part.size(rank), 0};
-    case Collective::gather: return {part.size(rank), at_root ? n : 0, 0};
-    case Collective::reduce_scatter: return {n, part.size(rank), 0};
-    case Collective::all_reduce: return {n, n, 0};
-    case Collective::all_to_all: return {n, p * part.size(rank), 0};
-    case Collective::barrier: return {0, 0, 0};
+    case Collective::broadcast:
+      return {at_root ? n : 0, n, 0};
+    case Collective::reduce:
+      return {n, at_root ? n : 0, 0};
+    case Collective::all_gather:
+      return {part.size(rank), n, 0};
+    case Collective::scatter:
+      return {at_root ? n : 0, part.size(rank), 0};
+    case Collective::gather:
+      return {part.size(rank), at_root ? n : 0, 0};
+    case Collective::reduce_scatter:
+      return {n, part.size(rank), 0};
+    case Collective::all_reduce:
+      return {n, n, 0};
+    case Collective::all_to_all:
+      return {n, p * part.size(rank), 0};
+    case Collective::barrier:
+      return {0, 0, 0};
   }
   return {};
 }

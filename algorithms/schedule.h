@@ -24,9 +24,9 @@ enum class Collective : std::uint8_t {
 };
 
 inline constexpr Collective kAllCollectives[] = {
-    Collective::broadcast,  Collective::reduce,         Collective::all_gather,
-    Collective::scatter,    Collective::gather,         Collective::reduce_scatter,
-    Collective::all_reduce, Collective::all_to_all,     Collective::barrier};
+    Collective::broadcast,  Collective::reduce,     Collective::all_gather,
+    Collective::scatter,    Collective::gather,     Collective::reduce_scatter,
+    Collective::all_reduce, Collective::all_to_all, Collective::barrier};
 
 std::string_view to_string(Collective c);
 // Throws UsageError listing the valid names.

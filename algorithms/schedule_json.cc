@@ -56,9 +56,10 @@ nlohmann::json schedule_to_json(const Schedule& s, int first, int last) {
     const BufferSizes b = s.buffer_sizes(r);
     nlohmann::json steps = nlohmann::json::array();
     for (Step& st : s.program(r)) steps.push_back(to_json(st));
-    programs.push_back({{"rank", r},
-                        {"buffers", {{"input", b.input}, {"output", b.output}, {"scratch", b.scratch}}},
-                        {"steps", std::move(steps)}});
+    programs.push_back(
+        {{"rank", r},
+         {"buffers", {{"input", b.input}, {"output", b.output}, {"scratch", b.scratch}}},
+         {"steps", std::move(steps)}});
   }
   j["programs"] = std::move(programs);
   return j;

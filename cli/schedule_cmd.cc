@@ -30,8 +30,7 @@ void add_algorithms_command(CLI::App& app) {
         std::string name = d->name;
         if (!d->variants.empty()) {
           name += " [";
-          for (size_t i = 0; i < d->variants.size(); ++i)
-            name += (i ? "|" : "") + d->variants[i];
+          for (size_t i = 0; i < d->variants.size(); ++i) name += (i ? "|" : "") + d->variants[i];
           name += "]";
         }
         std::printf("  %-34s %s\n  %-34s p: %s\n", name.c_str(), d->cost_formula.c_str(), "",

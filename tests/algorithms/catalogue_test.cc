@@ -1,12 +1,13 @@
 // docs/ALGORITHMS.md must be exactly what the code generates: a change to a
 // cost function or a new algorithm shows up here until the document is
 // regenerated with `collkit algorithms --markdown > docs/ALGORITHMS.md`.
+#include "algorithms/catalogue.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
-#include "algorithms/catalogue.h"
 #include "algorithms/registry.h"
 
 namespace collkit {
