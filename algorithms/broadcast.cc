@@ -220,15 +220,15 @@ std::vector<PipeNode> nccl_dbt_nodes(int m, int tree) {
     nodes[r].parent = r == 0 ? -1 : btree_parent(m, r);
   }
   // Arrivals top-down from the root.
-  std::vector<int> todo{0};
-  while (!todo.empty()) {
-    const int r = todo.back();
-    todo.pop_back();
+  std::vector<int> pending{0};
+  while (!pending.empty()) {
+    const int r = pending.back();
+    pending.pop_back();
     for (int j = 0; j < 2; ++j) {
       const int c = nodes[r].child[j];
       if (c < 0) continue;
       nodes[c].arrival = nodes[r].arrival + 1 + j;
-      todo.push_back(c);
+      pending.push_back(c);
     }
   }
   if (tree == 0) return nodes;
