@@ -12,6 +12,9 @@ int main(int argc, char** argv) {
   collkit::cli::add_schedule_command(app);
   collkit::cli::add_simulate_command(app);
   collkit::cli::add_plan_command(app);
+  collkit::cli::add_calibrate_command(app);
+  collkit::cli::add_report_command(app);
+  collkit::cli::add_compare_command(app);
 #ifdef COLLKIT_HAVE_REALRUN
   collkit::cli::add_bench_command(app);
 #endif

@@ -1,0 +1,111 @@
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "algorithms/error.h"
+#include "cli/commands.h"
+#include "reports/atomic_file.h"
+#include "reports/calibrate.h"
+#include "reports/report.h"
+#include "reports/sweep.h"
+#include "topologies/sha256.h"
+#include "topologies/topology.h"
+
+namespace collkit::cli {
+namespace {
+
+struct CalibrateArgs {
+  std::vector<std::string> measured;
+  std::string topology;
+  std::string output;
+  std::string model = "flow";
+  int ranks = 0;
+};
+
+std::string read_bytes(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FileError(path + ": cannot open the " + what);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string short_hash(const std::string& sha) { return sha.substr(0, 16); }
+
+void run_calibrate(const CalibrateArgs& a) {
+  CalibrateOptions options;
+  options.model = parse_net_model(a.model);
+  if (a.topology.rfind("astra:", 0) == 0)
+    throw UsageError("--topology " + a.topology +
+                     ": the fitted file is written in the base's JSON form; give a JSON topology");
+  check_writable(a.output);
+
+  const std::string base_text = read_bytes(a.topology, "topology file");
+  const std::unique_ptr<Topology> base = parse_topology(base_text, a.topology, a.ranks);
+  const std::string base_sha = sha256_hex(base_text);
+
+  std::vector<CalibrationInput> inputs;
+  for (const std::string& path : a.measured) {
+    CalibrationInput in;
+    in.file = path;
+    const std::string bytes = read_bytes(path, "report");
+    in.sha256 = sha256_hex(bytes);
+    Json j;
+    try {
+      j = Json::parse(bytes);
+    } catch (const Json::exception& e) {
+      throw FileError(path + ": malformed JSON: " + e.what());
+    }
+    in.report = report_from_json(j, path);
+    inputs.push_back(std::move(in));
+  }
+
+  const CalibrationResult result = calibrate(inputs, *base, options);
+
+  std::string description = "Fitted by collkit calibrate (" +
+                            std::string(to_string(options.model)) + " model) to " +
+                            std::to_string(result.points.size()) + " points (" +
+                            std::to_string(result.distinct_points) + " distinct) from ";
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    description += (i ? ", " : "") + inputs[i].file + " (sha256 " + inputs[i].sha256 + ")";
+  char summary[160];
+  std::snprintf(summary, sizeof summary, "; |relative error| median %.3g%%, p90 %.3g%%",
+                100 * result.median_abs_error, 100 * result.p90_abs_error);
+  description += "; base " + a.topology + " (sha256 " + base_sha + ")" + summary + ".";
+  const std::string text = fitted_topology_text(base_text, a.topology, *base, result, description);
+
+  // Written before printing, so a reader that closes stdout early (| head)
+  // does not cost the fit.
+  write_file_atomic(a.output, text);
+  std::printf("# collkit calibrate: base %s (sha256 %s...), %zu report(s), model %s\n",
+              a.topology.c_str(), short_hash(base_sha).c_str(), inputs.size(),
+              std::string(to_string(options.model)).c_str());
+  std::fputs(format_calibration(result).c_str(), stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void add_calibrate_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "calibrate",
+      "Fit a topology's link latency/bandwidth, endpoint overhead and reduce bandwidth to "
+      "measured reports by least squares on simulated times (docs/REPORTS.md)");
+  auto a = std::make_shared<CalibrateArgs>();
+  cmd->add_option("measured", a->measured, "Measured reports (collkit bench --json)")->required();
+  cmd->add_option("--topology", a->topology, "Base topology file (JSON); its form is kept")
+      ->required();
+  cmd->add_option("-o,--output", a->output, "Write the fitted topology (JSON) to this file")
+      ->required();
+  cmd->add_option("--model", a->model, "Network model: flow (default) or alpha-beta");
+  cmd->add_option("--ranks", a->ranks,
+                  "Ranks on the topology's first endpoints, as the measured run had them "
+                  "(0 = all endpoints)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->callback([a] { run_calibrate(*a); });
+}
+
+}  // namespace collkit::cli

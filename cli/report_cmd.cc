@@ -1,0 +1,39 @@
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/error.h"
+#include "cli/commands.h"
+#include "reports/atomic_file.h"
+#include "reports/html_report.h"
+
+namespace collkit::cli {
+
+void add_report_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "report", "Draw reports as busbw-against-size charts (self-contained HTML), CSV or Markdown");
+  struct Args {
+    std::vector<std::string> inputs;
+    std::string output;
+    std::string format = "html";
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("inputs", a->inputs, "Report JSON files (simulate and bench --json)")->required();
+  cmd->add_option("-o,--output", a->output, "Output file")->required();
+  cmd->add_option("--format", a->format, "html (default), csv or md");
+  cmd->callback([a] {
+    if (a->format != "html" && a->format != "csv" && a->format != "md")
+      throw UsageError("--format '" + a->format + "': valid: html, csv, md");
+    // Reject a bad output path before reading anything, and read every input
+    // before writing, so a bad input leaves no output file.
+    check_writable(a->output);
+    std::vector<NamedReport> inputs;
+    for (const std::string& path : a->inputs) inputs.push_back({path, read_report(path)});
+    const std::string text = a->format == "html"  ? render_html_report(inputs)
+                             : a->format == "csv" ? render_csv_report(inputs)
+                                                  : render_markdown_report(inputs);
+    write_file_atomic(a->output, text);
+  });
+}
+
+}  // namespace collkit::cli

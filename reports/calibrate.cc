@@ -1,0 +1,583 @@
+#include "reports/calibrate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "algorithms/error.h"
+#include "algorithms/registry.h"
+#include "reports/sweep.h"
+
+namespace collkit {
+namespace {
+
+// The base network with every link's props replaced by its class's trial
+// values and every endpoint's by one trial pair. Routes stay the base's, so
+// the fit never changes which links a transfer crosses.
+class TrialTopology : public Topology {
+ public:
+  explicit TrialTopology(const Topology& base) : base_(base) {}
+  int num_ranks() const override { return base_.num_ranks(); }
+  std::int64_t num_links() const override { return base_.num_links(); }
+  EndpointProps endpoint(int) const override { return endpoint_; }
+  LinkProps link(LinkId id) const override { return classes_[base_.link_class(id)]; }
+  std::string link_name(LinkId id) const override { return base_.link_name(id); }
+  void route(int src, int dst, std::vector<LinkId>& out) const override {
+    base_.route(src, dst, out);
+  }
+  int num_link_classes() const override { return base_.num_link_classes(); }
+  int link_class(LinkId id) const override { return base_.link_class(id); }
+  int num_endpoints() const override { return base_.num_endpoints(); }
+  std::int64_t num_nodes() const override { return base_.num_nodes(); }
+
+  std::vector<LinkProps> classes_;
+  EndpointProps endpoint_;
+
+ private:
+  const Topology& base_;
+};
+
+struct Point {
+  std::string file;
+  std::size_t row = 0;
+  const ResultRow* result = nullptr;
+  std::unique_ptr<Schedule> schedule;
+};
+
+bool per_rank_count(Collective c) {
+  return c == Collective::all_gather || c == Collective::reduce_scatter ||
+         c == Collective::all_to_all || c == Collective::scatter || c == Collective::gather;
+}
+
+// Latency and overhead of 0 cannot be fitted in log space; a picosecond is
+// far below anything measurable, so starting there loses nothing.
+constexpr double kMinSeconds = 1e-12;
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// Solves the symmetric positive definite system a x = b in place (Cholesky);
+// false when a is not positive definite.
+bool solve_spd(std::vector<std::vector<double>> a, std::vector<double>& b) {
+  const std::size_t n = b.size();
+  for (std::size_t j = 0; j < n; ++j) {
+    double d = a[j][j];
+    for (std::size_t k = 0; k < j; ++k) d -= a[j][k] * a[j][k];
+    if (!(d > 0)) return false;
+    a[j][j] = std::sqrt(d);
+    for (std::size_t i = j + 1; i < n; ++i) {
+      double s = a[i][j];
+      for (std::size_t k = 0; k < j; ++k) s -= a[i][k] * a[j][k];
+      a[i][j] = s / a[j][j];
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t k = 0; k < i; ++k) b[i] -= a[i][k] * b[k];
+    b[i] /= a[i][i];
+  }
+  for (std::size_t i = n; i-- > 0;) {
+    for (std::size_t k = i + 1; k < n; ++k) b[i] -= a[k][i] * b[k];
+    b[i] /= a[i][i];
+  }
+  return true;
+}
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+}  // namespace
+
+CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const Topology& base,
+                            const CalibrateOptions& options) {
+  if (inputs.empty()) throw UsageError("calibrate: no measured report given");
+  const int p = base.num_ranks();
+  // Segment sizes follow the base network, as `collkit simulate` chooses
+  // them, and stay fixed so the objective does not jump as parameters move.
+  const CostParams model = cost_params_of(base, p);
+
+  CalibrationResult result;
+  std::vector<Point> points;
+  std::set<std::tuple<int, std::string, std::int64_t, int, int, int>> distinct;
+  bool any_reduction = false;
+  for (const CalibrationInput& in : inputs) {
+    const Report& r = in.report;
+    if (r.mode != ReportMode::measure)
+      throw FileError(in.file + ": mode: is '" + std::string(to_string(r.mode)) +
+                      "'; calibrate needs measured reports (mode 'measure')");
+    if (r.ranks != p)
+      throw FileError(
+          in.file + ": ranks: " + std::to_string(r.ranks) + ", but the topology has " +
+          std::to_string(p) + " ranks" +
+          (r.ranks > 0 && r.ranks < base.num_endpoints()
+               ? " (--ranks " + std::to_string(r.ranks) + " places them on its first endpoints)"
+               : ""));
+    for (std::size_t i = 0; i < r.results.size(); ++i) {
+      const ResultRow& row = r.results[i];
+      const std::string field = in.file + ": results[" + std::to_string(i) + "]";
+      if (row.algorithm == "native") {
+        ++result.skipped_native;
+        continue;
+      }
+      if (!(row.time_us > 0) || !std::isfinite(row.time_us))
+        throw FileError(field + ".time_us: must be > 0 to be fitted, got " +
+                        fmt("%g", row.time_us));
+      if (row.count < 0) throw FileError(field + ".count: must be >= 0");
+      const DataType dtype = row.dtype.value_or(r.dtype);
+      ScheduleSpec spec;
+      spec.collective = row.collective;
+      spec.algorithm = row.algorithm;
+      spec.ranks = p;
+      spec.root = row.root.value_or(r.root);
+      spec.elem_size = size_of(dtype);
+      spec.count = row.collective == Collective::barrier ? 0
+                   : per_rank_count(row.collective)      ? row.count * p
+                                                         : row.count;
+      if (r.extra.contains("segment_bytes") && r.extra["segment_bytes"].is_number_integer())
+        spec.segment = std::max<std::int64_t>(
+            1, r.extra["segment_bytes"].get<std::int64_t>() / spec.elem_size);
+      if (r.extra.contains("group_size") && r.extra["group_size"].is_number_integer())
+        spec.group_size = r.extra["group_size"].get<int>();
+      spec.model = model;
+      Point pt;
+      pt.file = in.file;
+      pt.row = i;
+      pt.result = &row;
+      try {
+        pt.schedule = make_schedule(spec);
+      } catch (const UsageError& e) {
+        throw FileError(field + ".algorithm: '" + row.algorithm + "': " + e.what());
+      }
+      any_reduction = any_reduction || is_reduction(row.collective);
+      distinct.emplace(static_cast<int>(row.collective), row.algorithm, row.bytes,
+                       static_cast<int>(dtype), static_cast<int>(row.op.value_or(r.op)), spec.root);
+      points.push_back(std::move(pt));
+    }
+  }
+  result.distinct_points = distinct.size();
+
+  // The classes transfers between ranks can cross: only those are fitted.
+  std::vector<std::int64_t> class_links(static_cast<std::size_t>(base.num_link_classes()), 0);
+  std::vector<std::string> class_example(class_links.size());
+  TrialTopology trial(base);
+  trial.classes_.resize(class_links.size());
+  for (LinkId id = 0; id < base.num_links(); ++id) {
+    const auto c = static_cast<std::size_t>(base.link_class(id));
+    if (class_links[c]++ > 0) continue;
+    class_example[c] = base.link_name(id);
+    trial.classes_[c] = base.link(id);
+  }
+  std::vector<bool> class_used(class_links.size(), false);
+  std::vector<LinkId> route;
+  for (int s = 0; s < p; ++s)
+    for (int d = 0; d < p; ++d) {
+      if (s == d) continue;
+      base.route(s, d, route);
+      for (LinkId id : route) class_used[static_cast<std::size_t>(base.link_class(id))] = true;
+    }
+
+  trial.endpoint_ = p > 0 ? base.endpoint(0) : EndpointProps{};
+
+  auto& params = result.params;
+  for (std::size_t c = 0; c < class_used.size(); ++c) {
+    if (!class_used[c]) continue;
+    const std::string where =
+        " (" + class_example[c] + ", " + std::to_string(class_links[c]) + " links)";
+    params.push_back({ParamKind::latency, static_cast<int>(c),
+                      "class " + std::to_string(c) + " latency_us" + where,
+                      trial.classes_[c].latency, 0, true});
+    params.push_back({ParamKind::bandwidth, static_cast<int>(c),
+                      "class " + std::to_string(c) + " bandwidth_gbps" + where,
+                      trial.classes_[c].bandwidth, 0, true});
+  }
+  params.push_back(
+      {ParamKind::overhead, -1, "endpoint overhead_us", trial.endpoint_.overhead, 0, true});
+  if (any_reduction)
+    params.push_back(
+        {ParamKind::reduce_bw, -1, "endpoint reduce_gbps", trial.endpoint_.reduce_bw, 0, true});
+
+  const std::size_t n = params.size();
+  if (distinct.size() < n + 1)
+    throw UsageError("calibrate: " + std::to_string(distinct.size()) +
+                     " distinct measured points for " + std::to_string(n) +
+                     " parameters; a fit needs at least " + std::to_string(n + 1) + ": add " +
+                     std::to_string(n + 1 - distinct.size()) + " more (other sizes or algorithms)");
+
+  // Parameters live in log space: they stay positive and a step is a
+  // relative change, which suits values from picoseconds to TB/s.
+  std::vector<double> theta(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    double v = params[k].base;
+    if (params[k].kind == ParamKind::reduce_bw && !(v > 0)) v = 1e12;  // free -> 1 TB/s to start
+    if (params[k].kind == ParamKind::latency || params[k].kind == ParamKind::overhead)
+      v = std::max(v, kMinSeconds);
+    theta[k] = std::log(v);
+  }
+  const auto apply = [&](const std::vector<double>& t) {
+    for (std::size_t k = 0; k < n; ++k) {
+      const double v = std::exp(t[k]);
+      switch (params[k].kind) {
+        case ParamKind::latency:
+          trial.classes_[static_cast<std::size_t>(params[k].link_class)].latency = v;
+          break;
+        case ParamKind::bandwidth:
+          trial.classes_[static_cast<std::size_t>(params[k].link_class)].bandwidth = v;
+          break;
+        case ParamKind::overhead:
+          trial.endpoint_.overhead = v;
+          break;
+        case ParamKind::reduce_bw:
+          trial.endpoint_.reduce_bw = v;
+          break;
+      }
+    }
+  };
+  SimOptions sim_options;
+  sim_options.model = options.model;
+  // Relative residuals: every point weighs the same whatever its size.
+  const auto residuals = [&](const std::vector<double>& t) {
+    apply(t);
+    std::vector<double> r(points.size());
+    for (std::size_t i = 0; i < points.size(); ++i)
+      r[i] =
+          simulate(*points[i].schedule, trial, sim_options).time * 1e6 / points[i].result->time_us -
+          1.0;
+    return r;
+  };
+  const auto cost_of = [](const std::vector<double>& r) {
+    double s = 0;
+    for (double x : r) s += x * x;
+    return s;
+  };
+
+  // Levenberg-Marquardt with central-difference derivatives from
+  // re-simulating: exact for the piecewise-linear alpha-beta model away from
+  // kinks, and the only way to follow the flow model's sharing.
+  constexpr double kStep = 1e-5;
+  std::vector<bool> frozen(n, false);
+  // A parameter that mattered once keeps its fitted value even if the fit
+  // later drives it where no point feels it (e.g. a reduction bandwidth so
+  // high that reductions become free); only one that never mattered keeps
+  // the base value.
+  std::vector<bool> ever_mattered(n, false);
+  // Columns are d(residual)/d(log parameter); sets `frozen`.
+  const auto jacobian = [&](const std::vector<double>& at) {
+    std::vector<std::vector<double>> jac(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      std::vector<double> t = at;
+      t[k] += kStep;
+      const std::vector<double> up = residuals(t);
+      t[k] -= 2 * kStep;
+      const std::vector<double> down = residuals(t);
+      jac[k].resize(points.size());
+      double norm = 0;
+      for (std::size_t i = 0; i < points.size(); ++i) {
+        jac[k][i] = (up[i] - down[i]) / (2 * kStep);
+        norm = std::max(norm, std::abs(jac[k][i]));
+      }
+      // A parameter no point depends on keeps its base value.
+      frozen[k] = norm < 1e-12;
+      if (!frozen[k]) ever_mattered[k] = true;
+    }
+    return jac;
+  };
+  std::vector<double> r = residuals(theta);
+  double cost = cost_of(r);
+  double lambda = 1e-3;
+  for (int it = 0; it < options.max_iterations && cost > 1e-26; ++it) {
+    result.iterations = it + 1;
+    const std::vector<std::vector<double>> jac = jacobian(theta);
+    std::vector<std::vector<double>> jtj(n, std::vector<double>(n, 0));
+    std::vector<double> jtr(n, 0);
+    for (std::size_t a = 0; a < n; ++a) {
+      for (std::size_t i = 0; i < points.size(); ++i) jtr[a] += jac[a][i] * r[i];
+      for (std::size_t b = 0; b <= a; ++b) {
+        double s = 0;
+        for (std::size_t i = 0; i < points.size(); ++i) s += jac[a][i] * jac[b][i];
+        jtj[a][b] = jtj[b][a] = s;
+      }
+    }
+    bool improved = false;
+    for (int tries = 0; tries < 30 && !improved; ++tries) {
+      std::vector<std::vector<double>> m = jtj;
+      std::vector<double> delta(n);
+      for (std::size_t k = 0; k < n; ++k) {
+        // Marquardt's scaling plus a floor, so parameters the points cannot
+        // tell apart (latency vs overhead on one-hop routes) stay put
+        // rather than make the system singular.
+        m[k][k] += lambda * jtj[k][k] + 1e-12 + (frozen[k] ? 1.0 : 0.0);
+        delta[k] = frozen[k] ? 0.0 : -jtr[k];
+      }
+      if (!solve_spd(m, delta)) {
+        lambda *= 10;
+        continue;
+      }
+      std::vector<double> next = theta;
+      for (std::size_t k = 0; k < n; ++k) next[k] += std::clamp(delta[k], -5.0, 5.0);
+      const std::vector<double> r_next = residuals(next);
+      const double c_next = cost_of(r_next);
+      if (c_next < cost) {
+        const double gain = cost - c_next;
+        theta = next;
+        r = r_next;
+        cost = c_next;
+        lambda = std::max(lambda / 10, 1e-12);
+        improved = true;
+        if (gain <= 1e-15 * cost) it = options.max_iterations;  // converged
+      } else {
+        lambda *= 10;
+      }
+    }
+    if (!improved) break;
+  }
+  // Two parameters whose effects on every point are proportional (latency and
+  // overhead when every route has the same hop count) cannot be fitted apart:
+  // only their combination is determined, so say so rather than let a user
+  // trust the split.
+  {
+    const std::vector<std::vector<double>> jac = jacobian(theta);
+    for (std::size_t a = 0; a < n; ++a)
+      for (std::size_t b = a + 1; b < n; ++b) {
+        if (frozen[a] || frozen[b]) continue;
+        double ab = 0, aa = 0, bb = 0;
+        for (std::size_t i = 0; i < points.size(); ++i) {
+          ab += jac[a][i] * jac[b][i];
+          aa += jac[a][i] * jac[a][i];
+          bb += jac[b][i] * jac[b][i];
+        }
+        if (std::abs(ab) >= (1 - 1e-7) * std::sqrt(aa * bb))
+          result.warnings.push_back(params[a].name + " and " + params[b].name +
+                                    " affect every point in proportion: only their combination "
+                                    "is fitted (the split between them stays near the base); add "
+                                    "points that tell them apart (e.g. routes of other hop "
+                                    "counts)");
+      }
+  }
+  r = residuals(theta);  // leaves `trial` at the fitted values
+
+  for (std::size_t k = 0; k < n; ++k) {
+    params[k].constrained = ever_mattered[k];
+    params[k].fitted = ever_mattered[k] ? std::exp(theta[k]) : params[k].base;
+  }
+  result.classes = trial.classes_;
+  result.endpoint = trial.endpoint_;
+  // Below 10 ps a latency or overhead is zero within any measurement; writing
+  // 0 keeps a base's 0 (the log-space start) from turning into noise digits.
+  for (FittedParam& fp : params)
+    if ((fp.kind == ParamKind::latency || fp.kind == ParamKind::overhead) && fp.fitted < 1e-11)
+      fp.fitted = 0;
+  for (LinkProps& c : result.classes)
+    if (c.latency < 1e-11) c.latency = 0;
+  if (result.endpoint.overhead < 1e-11) result.endpoint.overhead = 0;
+  // Frozen parameters go back to the base value exactly.
+  for (const FittedParam& fp : params) {
+    if (fp.constrained) continue;
+    switch (fp.kind) {
+      case ParamKind::latency:
+        result.classes[static_cast<std::size_t>(fp.link_class)].latency = fp.base;
+        break;
+      case ParamKind::bandwidth:
+        result.classes[static_cast<std::size_t>(fp.link_class)].bandwidth = fp.base;
+        break;
+      case ParamKind::overhead:
+        result.endpoint.overhead = fp.base;
+        break;
+      case ParamKind::reduce_bw:
+        result.endpoint.reduce_bw = fp.base;
+        break;
+    }
+  }
+
+  std::vector<double> abs_err;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const ResultRow& row = *points[i].result;
+    PointFit f;
+    f.file = points[i].file;
+    f.row = points[i].row;
+    f.collective = row.collective;
+    f.algorithm = row.algorithm;
+    f.bytes = row.bytes;
+    f.in_place = row.in_place;
+    f.measured_us = row.time_us;
+    f.rel_error = r[i];
+    f.fitted_us = (r[i] + 1.0) * row.time_us;
+    abs_err.push_back(std::abs(r[i]));
+    result.points.push_back(f);
+  }
+  result.median_abs_error = quantile(abs_err, 0.5);
+  result.p90_abs_error = quantile(abs_err, 0.9);
+  result.max_abs_error = abs_err.empty() ? 0 : *std::max_element(abs_err.begin(), abs_err.end());
+  return result;
+}
+
+namespace {
+
+bool close(double a, double b) {
+  return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+}
+
+// Writes bandwidth (GB/s) and latency (us) keys of one JSON object that
+// describes links, replacing the base values by the fitted values of the class
+// whose base props they give.
+void replace_link_keys(Json& obj, const char* bw_key, const char* lat_key, double default_bw,
+                       const std::vector<LinkProps>& base_classes,
+                       const std::vector<LinkProps>& fitted) {
+  if (!obj.is_object()) return;
+  if (!obj.contains(bw_key) && default_bw <= 0) return;
+  const double bw = obj.contains(bw_key) && obj[bw_key].is_number()
+                        ? obj[bw_key].get<double>() * 1e9
+                        : default_bw;
+  const double lat =
+      obj.contains(lat_key) && obj[lat_key].is_number() ? obj[lat_key].get<double>() * 1e-6 : 0.0;
+  for (std::size_t c = 0; c < base_classes.size(); ++c) {
+    if (!close(base_classes[c].bandwidth, bw) || !close(base_classes[c].latency, lat)) continue;
+    obj[bw_key] = fitted[c].bandwidth / 1e9;
+    obj[lat_key] = fitted[c].latency * 1e6;
+    return;
+  }
+}
+
+}  // namespace
+
+std::string fitted_topology_text(const std::string& base_text, const std::string& base_file,
+                                 const Topology& base, const CalibrationResult& result,
+                                 const std::string& description) {
+  Json j;
+  try {
+    j = Json::parse(base_text);
+  } catch (const Json::exception&) {
+    throw FileError(base_file + ": the fitted file is written in the base's form, which needs a " +
+                    "JSON topology file");
+  }
+  if (!j.is_object()) throw FileError(base_file + ": (top level): not a JSON object");
+  std::vector<LinkProps> base_classes(static_cast<std::size_t>(base.num_link_classes()));
+  for (LinkId id = 0; id < base.num_links(); ++id)
+    base_classes[static_cast<std::size_t>(base.link_class(id))] = base.link(id);
+  const auto& fitted = result.classes;
+
+  if (j.contains("generator") && j["generator"].is_object()) {
+    Json& g = j["generator"];
+    if (g.value("kind", std::string()) == "hierarchical") {
+      // The NIC links default to the inter fabric's bandwidth: read it before
+      // the inter object is rewritten.
+      double inter_bw = 0;
+      if (g.contains("inter") && g["inter"].contains("bandwidth_gbps") &&
+          g["inter"]["bandwidth_gbps"].is_number())
+        inter_bw = g["inter"]["bandwidth_gbps"].get<double>() * 1e9;
+      if (g.contains("inter"))
+        replace_link_keys(g, "nic_bandwidth_gbps", "nic_latency_us", inter_bw, base_classes,
+                          fitted);
+      if (g.contains("intra"))
+        replace_link_keys(g["intra"], "bandwidth_gbps", "latency_us", 0, base_classes, fitted);
+      if (g.contains("inter"))
+        replace_link_keys(g["inter"], "bandwidth_gbps", "latency_us", 0, base_classes, fitted);
+    } else {
+      replace_link_keys(g, "bandwidth_gbps", "latency_us", 0, base_classes, fitted);
+    }
+  }
+  if (j.contains("dims") && j["dims"].is_array())
+    for (Json& d : j["dims"])
+      replace_link_keys(d, "bandwidth_gbps", "latency_us", 0, base_classes, fitted);
+  if (j.contains("links") && j["links"].is_array())
+    for (Json& l : j["links"])
+      replace_link_keys(l, "bandwidth_gbps", "latency_us", 0, base_classes, fitted);
+
+  // One endpoint pair fits every endpoint: per-node overrides would
+  // contradict it.
+  Json endpoint =
+      j.contains("endpoint") && j["endpoint"].is_object() ? j["endpoint"] : Json::object();
+  endpoint["overhead_us"] = result.endpoint.overhead * 1e6;
+  if (result.endpoint.reduce_bw > 0)
+    endpoint["reduce_gbps"] = result.endpoint.reduce_bw / 1e9;
+  else
+    endpoint.erase("reduce_gbps");
+  if (j.contains("nodes") && j["nodes"].is_array())
+    for (Json& node : j["nodes"])
+      if (node.is_object()) {
+        node.erase("overhead_us");
+        node.erase("reduce_gbps");
+      }
+
+  // Rebuilt in a fixed order: name, description, endpoint, then the form.
+  Json out = Json::object();
+  out["name"] = j.value("name", std::string("topology")) + "-fitted";
+  out["description"] = description;
+  out["endpoint"] = endpoint;
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (it.key() != "name" && it.key() != "description" && it.key() != "endpoint")
+      out[it.key()] = it.value();
+  const std::string text = out.dump(2) + "\n";
+
+  // The file must give exactly the fitted network: same class per link.
+  const std::unique_ptr<Topology> check = parse_topology(text, base_file, base.num_ranks());
+  bool same = check->num_links() == base.num_links() && check->num_ranks() == base.num_ranks();
+  for (LinkId id = 0; same && id < base.num_links(); ++id) {
+    const LinkProps want = fitted[static_cast<std::size_t>(base.link_class(id))];
+    const LinkProps got = check->link(id);
+    same = close(want.bandwidth, got.bandwidth) &&
+           std::abs(want.latency - got.latency) <= 1e-9 * std::max(want.latency, 1e-12);
+  }
+  for (int rank = 0; same && rank < base.num_ranks(); ++rank) {
+    const EndpointProps e = check->endpoint(rank);
+    same = std::abs(e.overhead - result.endpoint.overhead) <=
+               1e-9 * std::max(result.endpoint.overhead, 1e-12) &&
+           close(e.reduce_bw, result.endpoint.reduce_bw);
+  }
+  if (!same)
+    throw FileError(base_file +
+                    ": the base's form cannot express the fitted values (one key of the file "
+                    "feeds link classes that were fitted apart); use an explicit base "
+                    "(nodes/links) with one entry per link");
+  return text;
+}
+
+std::string format_calibration(const CalibrationResult& result) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-56s %14s %14s\n", "# parameter", "base", "fitted");
+  out += line;
+  for (const FittedParam& fp : result.params) {
+    const double scale =
+        fp.kind == ParamKind::latency || fp.kind == ParamKind::overhead ? 1e6 : 1e-9;
+    std::snprintf(line, sizeof line, "%-56s %14.6g %14.6g%s\n", fp.name.c_str(), fp.base * scale,
+                  fp.fitted * scale, fp.constrained ? "" : "  (no point depends on it: kept)");
+    out += line;
+  }
+  std::snprintf(line, sizeof line,
+                "# %zu points (%zu distinct), %d iterations; |relative error| median %.3g%%, "
+                "p90 %.3g%%, max %.3g%%\n",
+                result.points.size(), result.distinct_points, result.iterations,
+                100 * result.median_abs_error, 100 * result.p90_abs_error,
+                100 * result.max_abs_error);
+  out += line;
+  for (const std::string& w : result.warnings) out += "# warning: " + w + "\n";
+  if (result.skipped_native > 0)
+    out += "# skipped " + std::to_string(result.skipped_native) +
+           " 'native' rows (no schedule to simulate)\n";
+  std::snprintf(line, sizeof line, "%-14s %-24s %12s %8s %14s %14s %10s\n", "# collective",
+                "algorithm", "bytes", "in_place", "measured_us", "fitted_us", "error%");
+  out += line;
+  for (const PointFit& f : result.points) {
+    std::snprintf(line, sizeof line, "%-14s %-24s %12lld %8d %14.4f %14.4f %10.3f\n",
+                  std::string(to_string(f.collective)).c_str(), f.algorithm.c_str(),
+                  static_cast<long long>(f.bytes), f.in_place ? 1 : 0, f.measured_us, f.fitted_us,
+                  100 * f.rel_error);
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace collkit

@@ -1,0 +1,92 @@
+// `collkit calibrate`: fits a topology's link-class latency and bandwidth, the
+// endpoint overhead and the reduction bandwidth to measured reports, by least
+// squares on the simulator's own time of each measured schedule (so the fit
+// is of the model the simulator runs, not of a separate formula).
+// docs/REPORTS.md, section "Calibration".
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "reports/report.h"
+#include "sim/engine.h"
+#include "topologies/topology.h"
+
+namespace collkit {
+
+// One measured report and where it came from (for errors and the fitted
+// file's description).
+struct CalibrationInput {
+  std::string file;
+  std::string sha256;  // of the file's bytes
+  Report report;
+};
+
+struct CalibrateOptions {
+  NetModel model = NetModel::flow;
+  int max_iterations = 100;
+};
+
+enum class ParamKind : std::uint8_t { latency, bandwidth, overhead, reduce_bw };
+
+// One fitted quantity, SI units (seconds, bytes per second).
+struct FittedParam {
+  ParamKind kind = ParamKind::latency;
+  int link_class = -1;  // latency/bandwidth only
+  std::string name;     // e.g. "class 0 latency_us (g0->g1, 12 links)"
+  double base = 0;
+  double fitted = 0;
+  // False when no measured point depends on it: it keeps the base value.
+  bool constrained = true;
+};
+
+struct PointFit {
+  std::string file;
+  std::size_t row = 0;  // index in the file's results
+  Collective collective = Collective::all_reduce;
+  std::string algorithm;
+  std::int64_t bytes = 0;
+  bool in_place = false;
+  double measured_us = 0;
+  double fitted_us = 0;
+  double rel_error = 0;  // fitted / measured - 1
+};
+
+struct CalibrationResult {
+  std::vector<FittedParam> params;
+  std::vector<LinkProps> classes;  // fitted props of every link class
+  EndpointProps endpoint;          // fitted, for every endpoint
+  std::vector<PointFit> points;
+  std::size_t distinct_points = 0;  // distinct (collective, algorithm, bytes, dtype, op, root)
+  std::size_t skipped_native = 0;   // "native" rows: no schedule to simulate
+  int iterations = 0;
+  // Parameter pairs the points cannot tell apart (only a combination fitted).
+  std::vector<std::string> warnings;
+  double median_abs_error = 0;
+  double p90_abs_error = 0;
+  double max_abs_error = 0;
+};
+
+// Validates every input against `base` (FileError naming the file and field:
+// non-measure reports, ranks that differ from the topology's, unknown
+// algorithms, non-positive times), checks there are at least parameters + 1
+// distinct points (UsageError saying how many more are needed), then fits.
+CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const Topology& base,
+                            const CalibrateOptions& options = {});
+
+// The base topology file's JSON text with the fitted numbers in place of the
+// base ones (same form), `description` replaced and the name suffixed with
+// "-fitted". Checks by re-parsing that the file gives exactly the fitted
+// network; throws FileError naming `base_file` when the base's form cannot
+// express the fit (e.g. one key feeding two fitted classes) or is not JSON.
+std::string fitted_topology_text(const std::string& base_text, const std::string& base_file,
+                                 const Topology& base, const CalibrationResult& result,
+                                 const std::string& description);
+
+// The fitted values next to the base ones, the residual summary and one line
+// per point.
+std::string format_calibration(const CalibrationResult& result);
+
+}  // namespace collkit

@@ -1,0 +1,246 @@
+#include "reports/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "algorithms/error.h"
+#include "reports/table.h"
+
+namespace collkit {
+namespace {
+
+RowKey key_of(const Report& rep, const ResultRow& r) {
+  RowKey k;
+  k.collective = r.collective;
+  k.algorithm = r.algorithm;
+  k.bytes = r.bytes;
+  k.in_place = r.in_place;
+  k.dtype = std::string(to_string(r.dtype.value_or(rep.dtype)));
+  k.op = redop_column(r.collective, r.op.value_or(rep.op));
+  k.root = root_column(r.collective, r.root.value_or(rep.root));
+  return k;
+}
+
+auto tie(const RowKey& k) {
+  return std::tie(k.collective, k.algorithm, k.bytes, k.in_place, k.dtype, k.op, k.root);
+}
+
+struct KeyLess {
+  bool operator()(const RowKey& a, const RowKey& b) const { return tie(a) < tie(b); }
+};
+
+// "all_reduce [ring, tree] float, 8 B..1 GiB": what a report covers, for
+// the error that explains why nothing matched.
+std::string coverage(const Report& rep, std::int64_t min_bytes) {
+  std::map<Collective, std::set<std::string>> algos;
+  std::set<std::string> dtypes;
+  std::int64_t lo = -1, hi = -1;
+  for (const ResultRow& r : rep.results) {
+    if (r.bytes < min_bytes) continue;
+    algos[r.collective].insert(r.algorithm);
+    dtypes.insert(std::string(to_string(r.dtype.value_or(rep.dtype))));
+    lo = lo < 0 ? r.bytes : std::min(lo, r.bytes);
+    hi = std::max(hi, r.bytes);
+  }
+  if (algos.empty()) return "no rows";
+  std::string s;
+  for (const auto& [c, names] : algos) {
+    s += (s.empty() ? "" : "; ") + std::string(to_string(c)) + " [";
+    bool first = true;
+    for (const std::string& n : names) {
+      s += (first ? "" : ", ") + n;
+      first = false;
+    }
+    s += "]";
+  }
+  s += ", dtype";
+  for (const std::string& d : dtypes) s += " " + d;
+  s += ", " + format_bytes_human(lo) + ".." + format_bytes_human(hi);
+  return s;
+}
+
+std::string percent(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", v * 100);
+  return buf;
+}
+
+std::string key_line(const RowKey& k) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%-14s %-26s %12lld  %-3s  %-8s %-4s %3d",
+                std::string(to_string(k.collective)).c_str(), k.algorithm.c_str(),
+                static_cast<long long>(k.bytes), k.in_place ? "in" : "out", k.dtype.c_str(),
+                k.op.c_str(), k.root);
+  return buf;
+}
+
+std::string row_line(const MatchedRow& r) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "  %12.2f  %12.2f  %9s", r.predicted_us, r.measured_us,
+                r.rel_error ? percent(*r.rel_error).c_str() : "n/a");
+  return key_line(r.key) + buf;
+}
+
+Json key_json(const RowKey& k) {
+  Json j = Json::object();
+  j["collective"] = std::string(to_string(k.collective));
+  j["algorithm"] = k.algorithm;
+  j["bytes"] = k.bytes;
+  j["in_place"] = k.in_place;
+  j["dtype"] = k.dtype;
+  j["op"] = k.op;
+  j["root"] = k.root;
+  return j;
+}
+
+Json row_json(const MatchedRow& r) {
+  Json j = key_json(r.key);
+  j["predicted_us"] = r.predicted_us;
+  j["measured_us"] = r.measured_us;
+  j["rel_error"] = r.rel_error ? Json(*r.rel_error) : Json(nullptr);
+  return j;
+}
+
+}  // namespace
+
+double quantile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const double pos = q * static_cast<double>(values.size() - 1);
+  const auto i = static_cast<std::size_t>(std::floor(pos));
+  if (i + 1 >= values.size()) return values.back();
+  return values[i] + (pos - static_cast<double>(i)) * (values[i + 1] - values[i]);
+}
+
+CompareResult compare_reports(const Report& predicted, const Report& measured,
+                              std::int64_t min_bytes, const std::string& predicted_name,
+                              const std::string& measured_name) {
+  if (predicted.ranks != measured.ranks)
+    throw UsageError(predicted_name + " is for " + std::to_string(predicted.ranks) + " ranks, " +
+                     measured_name + " for " + std::to_string(measured.ranks) +
+                     ": a prediction compares only with a measurement on as many ranks");
+  std::map<RowKey, std::size_t, KeyLess> pred_index;
+  for (std::size_t i = 0; i < predicted.results.size(); ++i) {
+    const ResultRow& r = predicted.results[i];
+    if (r.bytes < min_bytes) continue;
+    pred_index.emplace(key_of(predicted, r), i);  // a repeated key keeps its first row
+  }
+  std::vector<bool> used(predicted.results.size(), false);
+  CompareResult out;
+  for (const ResultRow& m : measured.results) {
+    if (m.bytes < min_bytes) continue;
+    RowKey k = key_of(measured, m);
+    auto it = pred_index.find(k);
+    if (it == pred_index.end()) {
+      RowKey other = k;
+      other.in_place = !k.in_place;
+      it = pred_index.find(other);
+    }
+    if (it == pred_index.end()) {
+      out.measured_only.push_back(k);
+      continue;
+    }
+    used[it->second] = true;
+    MatchedRow row;
+    row.key = k;
+    row.predicted_us = predicted.results[it->second].time_us;
+    row.measured_us = m.time_us;
+    if (m.time_us > 0) row.rel_error = (row.predicted_us - row.measured_us) / row.measured_us;
+    out.rows.push_back(std::move(row));
+  }
+  for (std::size_t i = 0; i < predicted.results.size(); ++i)
+    if (!used[i] && predicted.results[i].bytes >= min_bytes)
+      out.predicted_only.push_back(key_of(predicted, predicted.results[i]));
+
+  if (out.rows.empty()) {
+    std::string why = "no row of " + predicted_name + " matches a row of " + measured_name +
+                      " by (collective, algorithm, bytes, dtype, op, root)";
+    if (min_bytes > 0) why += " at or above --min-bytes " + std::to_string(min_bytes);
+    throw UsageError(why + ": " + predicted_name + " has " + coverage(predicted, min_bytes) + "; " +
+                     measured_name + " has " + coverage(measured, min_bytes));
+  }
+
+  std::vector<double> abs_errors;
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < out.rows.size(); ++i) {
+    if (!out.rows[i].rel_error) continue;
+    abs_errors.push_back(std::fabs(*out.rows[i].rel_error));
+    order.push_back(i);
+  }
+  out.with_error = abs_errors.size();
+  out.median_abs_error = quantile(abs_errors, 0.5);
+  out.p90_abs_error = quantile(abs_errors, 0.9);
+  // Stable, so equal errors keep the measured report's order.
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return std::fabs(*out.rows[a].rel_error) > std::fabs(*out.rows[b].rel_error);
+  });
+  order.resize(std::min<std::size_t>(order.size(), 5));
+  out.worst = order;
+  return out;
+}
+
+std::string format_comparison(const CompareResult& result, const std::string& predicted_name,
+                              const std::string& measured_name) {
+  std::string o = "# collkit compare: predicted " + predicted_name + " vs measured " +
+                  measured_name + "; error = (predicted - measured) / measured\n";
+  char head[256];
+  std::snprintf(head, sizeof head, "#%-13s %-26s %12s  %-3s  %-8s %-4s %3s  %12s  %12s  %9s\n",
+                "collective", "algorithm", "bytes", "ip", "dtype", "op", "rt", "predicted_us",
+                "measured_us", "error");
+  o += head;
+  for (const MatchedRow& r : result.rows) o += row_line(r) + "\n";
+  char summary[256];
+  std::snprintf(summary, sizeof summary,
+                "# Summary: %zu matched rows (%zu with an error); median |error| %.1f%%, p90 "
+                "|error| %.1f%%\n",
+                result.rows.size(), result.with_error, result.median_abs_error * 100,
+                result.p90_abs_error * 100);
+  o += summary;
+  if (!result.worst.empty()) {
+    o += "# Worst rows:\n";
+    for (std::size_t i : result.worst) o += "#  " + row_line(result.rows[i]) + "\n";
+  }
+  if (!result.predicted_only.empty()) {
+    o += "# Unmatched, only in " + predicted_name + " (" +
+         std::to_string(result.predicted_only.size()) + "):\n";
+    for (const RowKey& k : result.predicted_only) o += "#  " + key_line(k) + "\n";
+  }
+  if (!result.measured_only.empty()) {
+    o += "# Unmatched, only in " + measured_name + " (" +
+         std::to_string(result.measured_only.size()) + "):\n";
+    for (const RowKey& k : result.measured_only) o += "#  " + key_line(k) + "\n";
+  }
+  return o;
+}
+
+Json comparison_to_json(const CompareResult& result, const std::string& predicted_name,
+                        const std::string& measured_name, std::int64_t min_bytes) {
+  Json j = Json::object();
+  j["predicted"] = predicted_name;
+  j["measured"] = measured_name;
+  j["min_bytes"] = min_bytes;
+  Json rows = Json::array();
+  for (const MatchedRow& r : result.rows) rows.push_back(row_json(r));
+  j["rows"] = std::move(rows);
+  Json summary = Json::object();
+  summary["matched"] = result.rows.size();
+  summary["with_error"] = result.with_error;
+  summary["median_abs_error"] = result.median_abs_error;
+  summary["p90_abs_error"] = result.p90_abs_error;
+  Json worst = Json::array();
+  for (std::size_t i : result.worst) worst.push_back(row_json(result.rows[i]));
+  summary["worst"] = std::move(worst);
+  j["summary"] = std::move(summary);
+  Json pred_only = Json::array(), meas_only = Json::array();
+  for (const RowKey& k : result.predicted_only) pred_only.push_back(key_json(k));
+  for (const RowKey& k : result.measured_only) meas_only.push_back(key_json(k));
+  j["predicted_only"] = std::move(pred_only);
+  j["measured_only"] = std::move(meas_only);
+  return j;
+}
+
+}  // namespace collkit

@@ -1,0 +1,510 @@
+#include "reports/html_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "reports/table.h"
+
+namespace collkit {
+namespace {
+
+// Tableau 10: qualitative, distinguishable for most colour-vision
+// deficiencies, and readable on white.
+constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                                    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+constexpr int kPaletteSize = 10;
+
+// Shortest round-trip decimal, as the JSON reports print numbers, so a hover
+// title shows exactly the figure in the file.
+std::string exact(double v) { return Json(v).dump(); }
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string mode_word(ReportMode m) { return m == ReportMode::simulate ? "simulated" : "measured"; }
+
+std::string base_name(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+const ChartPoint* point_at(const ChartSeries& s, std::int64_t bytes) {
+  for (const ChartPoint& p : s.points)
+    if (p.bytes == bytes) return &p;
+  return nullptr;
+}
+
+std::string group_title(const ChartGroup& g) {
+  std::string t = std::string(to_string(g.collective)) + " \xC2\xB7 " + g.dtype;
+  if (g.op != "none") t += " \xC2\xB7 " + g.op;
+  t += " \xC2\xB7 ";
+  for (std::size_t i = 0; i < g.ranks.size(); ++i) t += (i ? "/" : "") + std::to_string(g.ranks[i]);
+  t += " ranks";
+  return t;
+}
+
+// Per (group, series) the best algorithm's series index at each size, by mode.
+std::vector<BandCell> band_for(const ChartGroup& g, ReportMode mode) {
+  std::vector<BandCell> cells;
+  for (std::int64_t bytes : g.sizes) {
+    std::size_t best = g.series.size();
+    double best_bw = -1;
+    for (std::size_t i = 0; i < g.series.size(); ++i) {
+      if (g.series[i].mode != mode) continue;
+      const ChartPoint* p = point_at(g.series[i], bytes);
+      if (p && p->busbw_gbps > best_bw) {
+        best_bw = p->busbw_gbps;
+        best = i;
+      }
+    }
+    if (best < g.series.size()) cells.push_back({bytes, best});
+  }
+  return cells;
+}
+
+bool is_best(const ChartGroup& g, std::size_t series, std::int64_t bytes) {
+  for (const auto& [mode, cells] : g.bands)
+    for (const BandCell& c : cells)
+      if (c.bytes == bytes && c.series == series) return true;
+  return false;
+}
+
+// Round up to 1, 2 or 5 x 10^k so the y ticks land on readable numbers.
+double nice_ceiling(double v) {
+  if (v <= 0) return 1;
+  const double mag = std::pow(10.0, std::floor(std::log10(v)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * mag >= v) return m * mag;
+  return 10 * mag;
+}
+
+// Chart geometry in SVG user units.
+struct Frame {
+  double width = 980, height = 460;
+  double left = 70, right = 280, top = 20, bottom = 60;  // legend sits in `right`
+  double band_h = 14;
+  int bands = 0;
+  double lo = 0, hi = 1;  // log2 of the smallest and largest plotted size
+  double ymax = 1;
+  double plot_w() const { return width - left - right; }
+  double plot_bottom() const { return height - bottom - bands * (band_h + 4); }
+  double plot_h() const { return plot_bottom() - top; }
+  double x(std::int64_t bytes) const {
+    const double l = std::log2(static_cast<double>(bytes));
+    return hi > lo ? left + (l - lo) / (hi - lo) * plot_w() : left + plot_w() / 2;
+  }
+  double y(double busbw) const { return plot_bottom() - busbw / ymax * plot_h(); }
+};
+
+std::string render_svg(const ChartGroup& g) {
+  Frame f;
+  f.bands = static_cast<int>(g.bands.size());
+  // A long legend makes the chart taller rather than running off the bottom.
+  f.height = std::max(f.height, f.top + 28 + 18.0 * static_cast<double>(g.series.size()));
+  std::vector<std::int64_t> plotted;
+  double ymax = 0;
+  for (std::int64_t b : g.sizes)
+    if (b > 0) plotted.push_back(b);
+  for (const ChartSeries& s : g.series)
+    for (const ChartPoint& p : s.points) ymax = std::max(ymax, p.busbw_gbps);
+  f.ymax = nice_ceiling(ymax);
+  if (!plotted.empty()) {
+    f.lo = std::floor(std::log2(static_cast<double>(plotted.front())));
+    f.hi = std::ceil(std::log2(static_cast<double>(plotted.back())));
+  }
+  std::string o;
+  o += "<svg class=\"chart\" viewBox=\"0 0 " + fixed(f.width, 0) + " " + fixed(f.height, 0) +
+       "\" width=\"" + fixed(f.width, 0) + "\" height=\"" + fixed(f.height, 0) +
+       "\" role=\"img\" aria-label=\"" + html_escape("busbw against size: " + group_title(g)) +
+       "\">\n";
+  o += "<title>" + html_escape("busbw (GB/s) against message size: " + group_title(g)) +
+       "</title>\n";
+  // Axes and grid.
+  const double pb = f.plot_bottom();
+  o += "<g class=\"grid\">\n";
+  for (int i = 0; i <= 5; ++i) {
+    const double v = f.ymax * i / 5;
+    const double y = f.y(v);
+    o += "<line x1=\"" + fixed(f.left, 1) + "\" y1=\"" + fixed(y, 1) + "\" x2=\"" +
+         fixed(f.left + f.plot_w(), 1) + "\" y2=\"" + fixed(y, 1) + "\"/>\n";
+    char label[32];
+    std::snprintf(label, sizeof label, "%g", v);
+    o += "<text class=\"ytick\" x=\"" + fixed(f.left - 6, 1) + "\" y=\"" + fixed(y + 4, 1) +
+         "\" text-anchor=\"end\">" + label + "</text>\n";
+  }
+  if (!plotted.empty()) {
+    // At most ~12 labelled powers of two so labels never overlap.
+    const int span = static_cast<int>(f.hi - f.lo);
+    const int step = std::max(1, (span + 11) / 12);
+    for (int e = static_cast<int>(f.lo); e <= static_cast<int>(f.hi); e += step) {
+      const std::int64_t b = std::int64_t{1} << e;
+      const double x = f.x(b);
+      o += "<line x1=\"" + fixed(x, 1) + "\" y1=\"" + fixed(f.top, 1) + "\" x2=\"" + fixed(x, 1) +
+           "\" y2=\"" + fixed(pb, 1) + "\"/>\n";
+      o += "<text class=\"xtick\" x=\"" + fixed(x, 1) + "\" y=\"" + fixed(pb + 16, 1) +
+           "\" text-anchor=\"middle\">" + html_escape(size_label(b)) + "</text>\n";
+    }
+  }
+  o += "</g>\n";
+  o += "<line class=\"axis\" x1=\"" + fixed(f.left, 1) + "\" y1=\"" + fixed(pb, 1) + "\" x2=\"" +
+       fixed(f.left + f.plot_w(), 1) + "\" y2=\"" + fixed(pb, 1) + "\"/>\n";
+  o += "<line class=\"axis\" x1=\"" + fixed(f.left, 1) + "\" y1=\"" + fixed(f.top, 1) + "\" x2=\"" +
+       fixed(f.left, 1) + "\" y2=\"" + fixed(pb, 1) + "\"/>\n";
+  o += "<text class=\"axis-label\" x=\"" + fixed(f.left + f.plot_w() / 2, 1) + "\" y=\"" +
+       fixed(f.height - 8, 1) +
+       "\" text-anchor=\"middle\">message size (bytes, log2 scale)</text>\n";
+  o += "<text class=\"axis-label\" transform=\"translate(16 " + fixed(f.top + f.plot_h() / 2, 1) +
+       ") rotate(-90)\" text-anchor=\"middle\">busbw (GB/s)</text>\n";
+  if (plotted.empty())
+    o += "<text x=\"" + fixed(f.left + f.plot_w() / 2, 1) + "\" y=\"" +
+         fixed(f.top + f.plot_h() / 2, 1) +
+         "\" text-anchor=\"middle\">no sizes above 0 bytes to plot; see the table</text>\n";
+
+  // Lines and points.
+  for (const ChartSeries& s : g.series) {
+    const char* colour = kPalette[s.colour % kPaletteSize];
+    std::string d;
+    for (const ChartPoint& p : s.points) {
+      if (p.bytes <= 0) continue;
+      d += (d.empty() ? "M" : " L") + fixed(f.x(p.bytes), 2) + " " + fixed(f.y(p.busbw_gbps), 2);
+    }
+    o += "<g class=\"series " +
+         std::string(s.mode == ReportMode::simulate ? "simulated" : "measured") + "\">\n";
+    if (!d.empty())
+      o += "<path d=\"" + d + "\" fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"2\"" +
+           (s.mode == ReportMode::measure ? " stroke-dasharray=\"6 4\"" : "") + "><title>" +
+           html_escape(s.label) + "</title></path>\n";
+    for (const ChartPoint& p : s.points) {
+      if (p.bytes <= 0) continue;
+      // Past ten algorithms colours repeat; squares then tell them apart.
+      const bool square = (s.colour / kPaletteSize) % 2 == 1;
+      const std::string title =
+          html_escape(s.label + ": " + size_label(p.bytes) + " (" + std::to_string(p.bytes) + " B" +
+                      (p.in_place ? ", in-place" : "") + "), busbw " + exact(p.busbw_gbps) +
+                      " GB/s, time " + exact(p.time_us) + " us");
+      const double x = f.x(p.bytes), y = f.y(p.busbw_gbps);
+      if (square)
+        o += "<rect x=\"" + fixed(x - 3.5, 2) + "\" y=\"" + fixed(y - 3.5, 2) +
+             "\" width=\"7\" height=\"7\" fill=\"" + colour + "\"><title>" + title +
+             "</title></rect>\n";
+      else
+        o += "<circle cx=\"" + fixed(x, 2) + "\" cy=\"" + fixed(y, 2) + "\" r=\"3.5\" fill=\"" +
+             (s.mode == ReportMode::measure ? std::string("white") : std::string(colour)) +
+             "\" stroke=\"" + colour + "\" stroke-width=\"1.5\"><title>" + title +
+             "</title></circle>\n";
+    }
+    o += "</g>\n";
+  }
+
+  // Best-algorithm bands under the x axis: each cell spans half-way to its
+  // neighbours, so a change of colour marks the crossover.
+  for (std::size_t b = 0; b < g.bands.size(); ++b) {
+    const auto& [mode, cells] = g.bands[b];
+    const double y = pb + 28 + static_cast<double>(b) * (f.band_h + 4);
+    // Labelled right of the plot, where the legend column leaves room.
+    o += "<g class=\"band\">\n<text x=\"" + fixed(f.left + f.plot_w() + 8, 1) + "\" y=\"" +
+         fixed(y + f.band_h - 3, 1) + "\">best, " + mode_word(mode) + "</text>\n";
+    std::vector<BandCell> pos;
+    for (const BandCell& c : cells)
+      if (c.bytes > 0) pos.push_back(c);
+    for (std::size_t i = 0; i < pos.size(); ++i) {
+      const double x = f.x(pos[i].bytes);
+      const double x0 = i == 0 ? f.left : (f.x(pos[i - 1].bytes) + x) / 2;
+      const double x1 = i + 1 == pos.size() ? f.left + f.plot_w() : (x + f.x(pos[i + 1].bytes)) / 2;
+      const ChartSeries& s = g.series[pos[i].series];
+      const ChartPoint* p = point_at(s, pos[i].bytes);
+      o += "<rect x=\"" + fixed(x0, 2) + "\" y=\"" + fixed(y, 1) + "\" width=\"" +
+           fixed(std::max(x1 - x0, 0.5), 2) + "\" height=\"" + fixed(f.band_h, 1) + "\" fill=\"" +
+           kPalette[s.colour % kPaletteSize] + "\"><title>" +
+           html_escape("best " + mode_word(mode) + " at " + size_label(pos[i].bytes) + " (" +
+                       std::to_string(pos[i].bytes) + " B): " + s.label + ", busbw " +
+                       exact(p->busbw_gbps) + " GB/s, time " + exact(p->time_us) + " us") +
+           "</title></rect>\n";
+    }
+    o += "</g>\n";
+  }
+
+  // Legend: colour per algorithm, dash per mode.
+  const double lx = f.width - f.right + 16;
+  o += "<g class=\"legend\">\n";
+  for (std::size_t i = 0; i < g.series.size(); ++i) {
+    const ChartSeries& s = g.series[i];
+    const double y = f.top + 8 + static_cast<double>(i) * 18;
+    o += "<line x1=\"" + fixed(lx, 1) + "\" y1=\"" + fixed(y, 1) + "\" x2=\"" + fixed(lx + 24, 1) +
+         "\" y2=\"" + fixed(y, 1) + "\" stroke=\"" + kPalette[s.colour % kPaletteSize] +
+         "\" stroke-width=\"2\"" +
+         (s.mode == ReportMode::measure ? " stroke-dasharray=\"6 4\"" : "") + "/>\n";
+    o += "<text x=\"" + fixed(lx + 30, 1) + "\" y=\"" + fixed(y + 4, 1) + "\">" +
+         html_escape(s.label) + "</text>\n";
+  }
+  o += "</g>\n</svg>\n";
+  return o;
+}
+
+// The table under a chart (and the Markdown table): a row per size, a column
+// per series, the best of each mode marked.
+struct TableCells {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+};
+
+TableCells table_cells(const ChartGroup& g) {
+  TableCells t;
+  t.header = {"size", "bytes"};
+  for (const ChartSeries& s : g.series) t.header.push_back(s.label + " busbw (GB/s)");
+  for (const auto& [mode, cells] : g.bands) t.header.push_back("best " + mode_word(mode));
+  for (std::int64_t bytes : g.sizes) {
+    std::vector<std::string> row = {size_label(bytes), std::to_string(bytes)};
+    for (const ChartSeries& s : g.series) {
+      const ChartPoint* p = point_at(s, bytes);
+      row.push_back(p ? fixed(p->busbw_gbps, 2) : "");
+    }
+    for (const auto& [mode, cells] : g.bands) {
+      std::string name;
+      for (const BandCell& c : cells)
+        if (c.bytes == bytes) name = g.series[c.series].algorithm;
+      row.push_back(name);
+    }
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+std::string render_table_html(const ChartGroup& g) {
+  std::string o = "<table>\n<thead><tr>";
+  const TableCells t = table_cells(g);
+  for (const std::string& h : t.header) o += "<th>" + html_escape(h) + "</th>";
+  o += "</tr></thead>\n<tbody>\n";
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    o += "<tr>";
+    const std::int64_t bytes = g.sizes[r];
+    for (std::size_t c = 0; c < t.rows[r].size(); ++c) {
+      const std::size_t si = c - 2;
+      if (c >= 2 && si < g.series.size()) {
+        // Exact figures on hover; the best of its mode in bold.
+        const ChartPoint* p = point_at(g.series[si], bytes);
+        if (!p) {
+          o += "<td></td>";
+          continue;
+        }
+        o += std::string("<td class=\"num") + (is_best(g, si, bytes) ? " best" : "") +
+             "\" title=\"" +
+             html_escape("busbw " + exact(p->busbw_gbps) + " GB/s, time " + exact(p->time_us) +
+                         " us") +
+             "\">" + html_escape(t.rows[r][c]) + "</td>";
+      } else {
+        o += std::string(c < 2 ? "<td class=\"num\">" : "<td>") + html_escape(t.rows[r][c]) +
+             "</td>";
+      }
+    }
+    o += "</tr>\n";
+  }
+  return o + "</tbody>\n</table>\n";
+}
+
+std::string markdown_cell(const std::string& s) {
+  std::string o;
+  for (char c : s) o += c == '|' ? std::string("\\|") : std::string(1, c);
+  return o;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return o + "\"";
+}
+
+}  // namespace
+
+std::string html_escape(const std::string& text) {
+  std::string o;
+  o.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      case '\'':
+        o += "&#39;";
+        break;
+      default:
+        o += c;
+    }
+  }
+  return o;
+}
+
+std::string size_label(std::int64_t bytes) { return format_bytes_human(bytes); }
+
+std::vector<ChartGroup> build_chart_groups(const std::vector<NamedReport>& inputs) {
+  // Colours by algorithm over all inputs, so "ring" is one colour everywhere.
+  std::map<std::string, int> colour_of;
+  for (const NamedReport& in : inputs) {
+    for (const ResultRow& r : in.report.results)
+      colour_of.emplace(r.algorithm, static_cast<int>(colour_of.size()));
+  }
+  std::vector<ChartGroup> groups;
+  auto group_for = [&](Collective c, const std::string& dtype,
+                       const std::string& op) -> ChartGroup& {
+    for (ChartGroup& g : groups)
+      if (g.collective == c && g.dtype == dtype && g.op == op) return g;
+    ChartGroup g;
+    g.collective = c;
+    g.dtype = dtype;
+    g.op = op;
+    groups.push_back(std::move(g));
+    return groups.back();
+  };
+  for (const NamedReport& in : inputs) {
+    const Report& rep = in.report;
+    for (const ResultRow& r : rep.results) {
+      const std::string dtype(to_string(r.dtype.value_or(rep.dtype)));
+      const std::string op = redop_column(r.collective, r.op.value_or(rep.op));
+      ChartGroup& g = group_for(r.collective, dtype, op);
+      if (std::find(g.ranks.begin(), g.ranks.end(), rep.ranks) == g.ranks.end())
+        g.ranks.push_back(rep.ranks);
+      auto it = std::find_if(g.series.begin(), g.series.end(), [&](const ChartSeries& s) {
+        return s.algorithm == r.algorithm && s.file == in.file && s.mode == rep.mode;
+      });
+      if (it == g.series.end()) {
+        ChartSeries s;
+        s.algorithm = r.algorithm;
+        s.mode = rep.mode;
+        s.file = in.file;
+        s.label = r.algorithm + " (" + mode_word(rep.mode) + ")";
+        s.colour = colour_of.at(r.algorithm);
+        g.series.push_back(std::move(s));
+        it = g.series.end() - 1;
+      }
+      auto p = std::find_if(it->points.begin(), it->points.end(),
+                            [&](const ChartPoint& q) { return q.bytes == r.bytes; });
+      const ChartPoint point{r.bytes, r.time_us, r.busbw_gbps, r.in_place};
+      if (p == it->points.end())
+        it->points.push_back(point);
+      else if (p->in_place && !r.in_place)
+        *p = point;  // out-of-place is the primary figure, as in nccl-tests
+    }
+  }
+  for (ChartGroup& g : groups) {
+    std::sort(g.ranks.begin(), g.ranks.end());
+    // The file names a series only where one chart has several files of a
+    // mode; otherwise it would only lengthen the legend.
+    std::map<ReportMode, std::set<std::string>> files;
+    for (const ChartSeries& s : g.series) files[s.mode].insert(s.file);
+    for (ChartSeries& s : g.series)
+      if (files[s.mode].size() > 1)
+        s.label = s.algorithm + " (" + mode_word(s.mode) + ", " + base_name(s.file) + ")";
+    std::set<std::int64_t> sizes;
+    for (ChartSeries& s : g.series) {
+      std::sort(s.points.begin(), s.points.end(),
+                [](const ChartPoint& a, const ChartPoint& b) { return a.bytes < b.bytes; });
+      for (const ChartPoint& p : s.points) sizes.insert(p.bytes);
+    }
+    g.sizes.assign(sizes.begin(), sizes.end());
+    for (ReportMode m : {ReportMode::simulate, ReportMode::measure}) {
+      const bool present = std::any_of(g.series.begin(), g.series.end(),
+                                       [m](const ChartSeries& s) { return s.mode == m; });
+      if (present) g.bands.emplace_back(m, band_for(g, m));
+    }
+  }
+  return groups;
+}
+
+std::string render_html_report(const std::vector<NamedReport>& inputs) {
+  const std::vector<ChartGroup> groups = build_chart_groups(inputs);
+  std::string o =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<title>collkit report</title>\n<style>\n"
+      "body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}\n"
+      "svg.chart{display:block;max-width:100%;height:auto;font-size:12px}\n"
+      ".grid line{stroke:#e4e4e4}\n.axis{stroke:#444}\n"
+      ".axis-label{font-size:13px;fill:#333}\n"
+      "circle:hover,rect:hover{stroke:#000;stroke-width:2}\n"
+      "table{border-collapse:collapse;margin:8px 0 32px;font-size:13px}\n"
+      "th,td{border:1px solid #ccc;padding:3px 8px}\nth{background:#f3f3f3}\n"
+      "td.num{text-align:right;font-variant-numeric:tabular-nums}\ntd.best{font-weight:bold}\n"
+      "</style>\n</head>\n<body>\n<h1>collkit report</h1>\n";
+  o += "<p>busbw against message size per algorithm. Solid lines and filled points are "
+       "simulated, dashed lines and hollow points measured; the bands under each chart show "
+       "the fastest algorithm per size. Hover a point for its exact figures. Where a size has "
+       "an out-of-place row it is plotted, else the in-place one.</p>\n<ul class=\"inputs\">\n";
+  for (const NamedReport& in : inputs) {
+    const Report& r = in.report;
+    std::string desc = in.file + ": " + mode_word(r.mode) + ", backend " +
+                       std::string(to_string(r.backend)) + ", " + std::to_string(r.ranks) +
+                       " ranks";
+    if (r.topology) desc += ", topology " + r.topology->name;
+    desc += ", collkit " + r.collkit_version;
+    o += "<li>" + html_escape(desc) + "</li>\n";
+  }
+  o += "</ul>\n";
+  if (groups.empty()) o += "<p>The inputs hold no result rows.</p>\n";
+  for (const ChartGroup& g : groups) {
+    o += "<section>\n<h2>" + html_escape(group_title(g)) + "</h2>\n";
+    o += render_svg(g);
+    o += render_table_html(g);
+    o += "</section>\n";
+  }
+  return o + "</body>\n</html>\n";
+}
+
+std::string render_csv_report(const std::vector<NamedReport>& inputs) {
+  std::string o =
+      "collective,dtype,op,file,mode,algorithm,bytes,in_place,time_us,busbw_gbps,best\n";
+  for (const ChartGroup& g : build_chart_groups(inputs)) {
+    for (std::size_t i = 0; i < g.series.size(); ++i) {
+      const ChartSeries& s = g.series[i];
+      for (const ChartPoint& p : s.points) {
+        o += std::string(to_string(g.collective)) + "," + g.dtype + "," + g.op + "," +
+             csv_field(s.file) + "," + std::string(to_string(s.mode)) + "," +
+             csv_field(s.algorithm) + "," + std::to_string(p.bytes) + "," +
+             (p.in_place ? "true" : "false") + "," + exact(p.time_us) + "," + exact(p.busbw_gbps) +
+             "," + (is_best(g, i, p.bytes) ? "1" : "0") + "\n";
+      }
+    }
+  }
+  return o;
+}
+
+std::string render_markdown_report(const std::vector<NamedReport>& inputs) {
+  std::string o = "# collkit report\n\n";
+  for (const NamedReport& in : inputs)
+    o += "- " + markdown_cell(in.file) + ": " + mode_word(in.report.mode) + ", backend " +
+         std::string(to_string(in.report.backend)) + ", " + std::to_string(in.report.ranks) +
+         " ranks\n";
+  o += "\nbusbw in GB/s; the best columns name the fastest algorithm per size and mode.\n";
+  for (const ChartGroup& g : build_chart_groups(inputs)) {
+    o += "\n## " + group_title(g) + "\n\n";
+    const TableCells t = table_cells(g);
+    o += "|";
+    for (const std::string& h : t.header) o += " " + markdown_cell(h) + " |";
+    o += "\n|";
+    for (std::size_t c = 0; c < t.header.size(); ++c)
+      o += c < 2 + g.series.size() ? " ---: |" : " --- |";
+    o += "\n";
+    for (const auto& row : t.rows) {
+      o += "|";
+      for (const std::string& cell : row) o += " " + markdown_cell(cell) + " |";
+      o += "\n";
+    }
+  }
+  return o;
+}
+
+}  // namespace collkit

@@ -1,0 +1,222 @@
+// Calibration against a synthetic ground truth: reports simulated with known
+// parameters, fitted starting from a wrong base, must give the known
+// parameters back (exactly without noise, closely with noise).
+#include "reports/calibrate.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/error.h"
+#include "reports/sweep.h"
+
+namespace collkit {
+namespace {
+
+// A 4-rank ring: the opposite rank is two hops away, so link latency and
+// endpoint overhead are told apart by algorithms that talk to it.
+std::string ring_text(double bw_gbps, double lat_us, double overhead_us, double reduce_gbps) {
+  return R"({"name": "ring4", "endpoint": {"overhead_us": )" + std::to_string(overhead_us) +
+         R"(, "reduce_gbps": )" + std::to_string(reduce_gbps) +
+         R"(}, "generator": {"kind": "ring", "ranks": 4, "bandwidth_gbps": )" +
+         std::to_string(bw_gbps) + R"(, "latency_us": )" + std::to_string(lat_us) + "}}";
+}
+
+constexpr double kBw = 50e9, kLat = 2e-6, kOverhead = 0.7e-6, kReduce = 200e9;
+
+// Measured reports made by simulating on the truth; `noise` scales each time
+// by a deterministic factor in [1 - noise, 1 + noise].
+std::vector<CalibrationInput> truth_reports(double noise, NetModel model,
+                                            std::vector<std::int64_t> sizes = {1024, 16384, 262144,
+                                                                               4 << 20}) {
+  const std::unique_ptr<Topology> truth = parse_topology(
+      ring_text(kBw / 1e9, kLat * 1e6, kOverhead * 1e6, kReduce / 1e9), "truth.json");
+  std::vector<CalibrationInput> out;
+  int k = 0;
+  for (auto [c, algos] : std::vector<std::pair<Collective, std::string>>{
+           {Collective::all_reduce, "ring,recursive_doubling"},
+           {Collective::all_gather, "ring,recursive_doubling"},
+           {Collective::all_to_all, "all"}}) {
+    SweepSpec sweep;
+    sweep.collective = c;
+    sweep.algorithms = expand_algorithms(c, algos);
+    sweep.ranks = 4;
+    sweep.sizes = sizes;
+    // Segment sizes as calibrate picks them: from the base it starts with.
+    sweep.model = cost_params_of(*parse_topology(ring_text(10, 5, 0.1, 1000), "base.json"), 4);
+    SimOptions options;
+    options.model = model;
+    Report r = simulate_sweep(sweep, *truth, options);
+    r.mode = ReportMode::measure;
+    r.backend = Backend::mpi;
+    r.topology.reset();
+    r.extra = Json::object();
+    for (ResultRow& row : r.results) row.time_us *= 1.0 + noise * std::sin(1.7 * ++k);
+    out.push_back({"m" + std::to_string(out.size()) + ".json", "0", r});
+  }
+  return out;
+}
+
+double fitted(const CalibrationResult& r, ParamKind kind) {
+  for (const FittedParam& p : r.params)
+    if (p.kind == kind) return p.fitted;
+  ADD_FAILURE() << "no parameter of that kind";
+  return 0;
+}
+
+TEST(Calibrate, RecoversTruthExactlyWithoutNoise) {
+  for (NetModel model : {NetModel::alpha_beta, NetModel::flow}) {
+    const std::unique_ptr<Topology> base = parse_topology(ring_text(10, 5, 0.1, 1000), "base.json");
+    CalibrateOptions options;
+    options.model = model;
+    const CalibrationResult r = calibrate(truth_reports(0, model), *base, options);
+    ASSERT_EQ(r.params.size(), 4u);
+    EXPECT_NEAR(fitted(r, ParamKind::bandwidth) / kBw, 1, 1e-6) << to_string(model);
+    EXPECT_NEAR(fitted(r, ParamKind::latency) / kLat, 1, 1e-6) << to_string(model);
+    EXPECT_NEAR(fitted(r, ParamKind::overhead) / kOverhead, 1, 1e-6) << to_string(model);
+    EXPECT_NEAR(fitted(r, ParamKind::reduce_bw) / kReduce, 1, 1e-6) << to_string(model);
+    EXPECT_LT(r.max_abs_error, 1e-7);
+    EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
+    ASSERT_EQ(r.classes.size(), 1u);
+    EXPECT_NEAR(r.classes[0].bandwidth / kBw, 1, 1e-6);
+    EXPECT_NEAR(r.endpoint.reduce_bw / kReduce, 1, 1e-6);
+  }
+}
+
+TEST(Calibrate, RecoversTruthCloselyWithNoise) {
+  const std::unique_ptr<Topology> base = parse_topology(ring_text(10, 5, 0.1, 1000), "base.json");
+  // Ten sizes: the noise averages out over more points than parameters.
+  const CalibrationResult r = calibrate(
+      truth_reports(0.02, NetModel::flow,
+                    {256, 1024, 4096, 16384, 65536, 262144, 1 << 20, 4 << 20, 16 << 20, 64 << 20}),
+      *base);
+  EXPECT_NEAR(fitted(r, ParamKind::bandwidth) / kBw, 1, 0.02);
+  EXPECT_NEAR(fitted(r, ParamKind::latency) / kLat, 1, 0.05);
+  EXPECT_NEAR(fitted(r, ParamKind::overhead) / kOverhead, 1, 0.05);
+  // Reductions are a quarter of the transfer time at most: the weakest fit.
+  EXPECT_NEAR(fitted(r, ParamKind::reduce_bw) / kReduce, 1, 0.05);
+  EXPECT_LE(r.median_abs_error, 0.02);
+  EXPECT_LE(r.p90_abs_error, 0.025);
+}
+
+TEST(Calibrate, FittedFileLoadsAsTheFittedNetwork) {
+  const std::string base_text = ring_text(10, 5, 0.1, 1000);
+  const std::unique_ptr<Topology> base = parse_topology(base_text, "base.json");
+  const CalibrationResult r = calibrate(truth_reports(0, NetModel::flow), *base);
+  const std::string text = fitted_topology_text(base_text, "base.json", *base, r, "fitted from m");
+  const Json j = Json::parse(text);
+  EXPECT_EQ(j["description"], "fitted from m");
+  EXPECT_EQ(j["name"], "ring4-fitted");
+  EXPECT_TRUE(j.contains("generator"));  // the base's form is kept
+  const std::unique_ptr<Topology> fit = parse_topology(text, "fit.json");
+  EXPECT_NEAR(fit->link(0).bandwidth / kBw, 1, 1e-6);
+  EXPECT_NEAR(fit->link(0).latency / kLat, 1, 1e-6);
+  EXPECT_NEAR(fit->endpoint(3).overhead / kOverhead, 1, 1e-6);
+  EXPECT_NEAR(fit->endpoint(3).reduce_bw / kReduce, 1, 1e-6);
+  EXPECT_NE(format_calibration(r).find("median"), std::string::npos);
+}
+
+TEST(Calibrate, ExplicitBaseKeepsItsFormAndFitsTwoClasses) {
+  // Two classes: host links and a slower trunk between two switches.
+  const auto text = [](double host_bw, double trunk_bw, double lat) {
+    return R"({"name": "db", "endpoint": {"overhead_us": 0.5}, "nodes": [{"id": "h0"}, {"id": "h1"},
+      {"id": "h2"}, {"id": "h3"}, {"id": "s0", "switch": true}, {"id": "s1", "switch": true}],
+      "links": [{"a": "h0", "b": "s0", "bandwidth_gbps": )" +
+           std::to_string(host_bw) + R"(, "latency_us": )" + std::to_string(lat) + R"(},
+      {"a": "h1", "b": "s0", "bandwidth_gbps": )" +
+           std::to_string(host_bw) + R"(, "latency_us": )" + std::to_string(lat) + R"(},
+      {"a": "h2", "b": "s1", "bandwidth_gbps": )" +
+           std::to_string(host_bw) + R"(, "latency_us": )" + std::to_string(lat) + R"(},
+      {"a": "h3", "b": "s1", "bandwidth_gbps": )" +
+           std::to_string(host_bw) + R"(, "latency_us": )" + std::to_string(lat) + R"(},
+      {"a": "s0", "b": "s1", "bandwidth_gbps": )" +
+           std::to_string(trunk_bw) + R"(, "latency_us": 3}]})";
+  };
+  const std::unique_ptr<Topology> truth = parse_topology(text(40, 12, 1), "t.json");
+  SweepSpec sweep;
+  sweep.collective = Collective::all_gather;
+  sweep.algorithms = expand_algorithms(Collective::all_gather, "all");
+  sweep.ranks = 4;
+  sweep.sizes = {4096, 65536, 1 << 20, 8 << 20};
+  const std::string base_text = text(100, 100, 2);
+  const std::unique_ptr<Topology> base = parse_topology(base_text, "b.json");
+  sweep.model = cost_params_of(*base, 4);
+  Report m = simulate_sweep(sweep, *truth, {});
+  m.mode = ReportMode::measure;
+  m.topology.reset();
+  const CalibrationResult r = calibrate({{"m.json", "0", m}}, *base);
+  EXPECT_LT(r.max_abs_error, 1e-6);
+  const std::unique_ptr<Topology> fit =
+      parse_topology(fitted_topology_text(base_text, "b.json", *base, r, "d"), "fit.json");
+  EXPECT_NEAR(fit->link(0).bandwidth / 40e9, 1, 1e-6);  // h0 -> s0
+  EXPECT_NEAR(fit->link(8).bandwidth / 12e9, 1, 1e-6);  // s0 -> s1
+}
+
+TEST(Calibrate, InPlaceRowsAreFittedButCountOnceAsDistinct) {
+  const std::unique_ptr<Topology> base = parse_topology(ring_text(10, 5, 0.1, 1000), "base.json");
+  std::vector<CalibrationInput> in = truth_reports(0, NetModel::alpha_beta);
+  std::size_t rows = 0;
+  for (CalibrationInput& i : in) {
+    const std::vector<ResultRow> out_of_place = i.report.results;
+    for (ResultRow row : out_of_place) {
+      row.in_place = true;
+      i.report.results.push_back(row);
+    }
+    rows += i.report.results.size();
+  }
+  CalibrateOptions options;
+  options.model = NetModel::alpha_beta;
+  const CalibrationResult r = calibrate(in, *base, options);
+  EXPECT_EQ(r.points.size(), rows);
+  EXPECT_EQ(r.distinct_points, rows / 2);
+  EXPECT_NEAR(fitted(r, ParamKind::bandwidth) / kBw, 1, 1e-6);
+}
+
+TEST(Calibrate, TooFewPointsSaysHowManyMore) {
+  const std::unique_ptr<Topology> base = parse_topology(ring_text(10, 5, 0.1, 1000), "base.json");
+  std::vector<CalibrationInput> in = truth_reports(0, NetModel::flow, {1024});
+  in.resize(1);  // all_reduce ring + recursive_doubling at one size: 2 points, 4 parameters
+  try {
+    calibrate(in, *base);
+    FAIL() << "expected an error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("2 distinct measured points for 4 parameters"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("add 3 more"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Calibrate, RejectsSimulatedReportsAndOtherRankCounts) {
+  const std::unique_ptr<Topology> base = parse_topology(ring_text(10, 5, 0.1, 1000), "base.json");
+  std::vector<CalibrationInput> in = truth_reports(0, NetModel::flow);
+  in[1].report.mode = ReportMode::simulate;
+  EXPECT_THROW(
+      {
+        try {
+          calibrate(in, *base);
+        } catch (const FileError& e) {
+          EXPECT_EQ(std::string(e.what()).rfind("m1.json: mode:", 0), 0u) << e.what();
+          throw;
+        }
+      },
+      FileError);
+  in = truth_reports(0, NetModel::flow);
+  in[0].report.ranks = 8;
+  EXPECT_THROW(
+      {
+        try {
+          calibrate(in, *base);
+        } catch (const FileError& e) {
+          EXPECT_EQ(std::string(e.what()).rfind("m0.json: ranks:", 0), 0u) << e.what();
+          throw;
+        }
+      },
+      FileError);
+}
+
+}  // namespace
+}  // namespace collkit

@@ -1,0 +1,198 @@
+// compare_reports on hand-made reports whose errors are known, so the median,
+// p90 and worst rows can be checked against figures worked out by hand.
+#include "reports/compare.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "algorithms/error.h"
+
+namespace collkit {
+namespace {
+
+ResultRow row(const std::string& algo, std::int64_t bytes, double time_us, bool in_place = false,
+              Collective c = Collective::all_reduce) {
+  ResultRow r;
+  r.collective = c;
+  r.algorithm = algo;
+  r.bytes = bytes;
+  r.count = bytes / 4;
+  r.in_place = in_place;
+  r.time_us = time_us;
+  return r;
+}
+
+Report report(ReportMode mode, std::vector<ResultRow> rows, int ranks = 4) {
+  Report r;
+  r.collkit_version = "0.1.0";
+  r.mode = mode;
+  r.ranks = ranks;
+  r.results = std::move(rows);
+  return r;
+}
+
+// Errors +0.1, -0.2, +0.25, -0.5, +1.0 (measured 100 us each).
+Report predicted5() {
+  return report(ReportMode::simulate,
+                {row("ring", 1024, 110), row("ring", 2048, 80), row("ring", 4096, 125),
+                 row("ring", 8192, 50), row("ring", 16384, 200)});
+}
+Report measured5() {
+  return report(ReportMode::measure,
+                {row("ring", 1024, 100), row("ring", 2048, 100), row("ring", 4096, 100),
+                 row("ring", 8192, 100), row("ring", 16384, 100)});
+}
+
+TEST(Quantile, InterpolatesBetweenClosestRanks) {
+  EXPECT_DOUBLE_EQ(quantile({}, 0.5), 0);
+  EXPECT_DOUBLE_EQ(quantile({3}, 0.9), 3);
+  EXPECT_DOUBLE_EQ(quantile({4, 1, 3, 2}, 0.5), 2.5);
+  EXPECT_DOUBLE_EQ(quantile({1, 2, 3, 4, 5}, 0.9), 4.6);  // position 3.6
+  EXPECT_DOUBLE_EQ(quantile({1, 2, 3}, 1.0), 3);
+}
+
+TEST(Compare, ErrorsMedianP90AndWorstByHand) {
+  const CompareResult r = compare_reports(predicted5(), measured5());
+  ASSERT_EQ(r.rows.size(), 5u);
+  EXPECT_DOUBLE_EQ(*r.rows[0].rel_error, 0.1);
+  EXPECT_DOUBLE_EQ(*r.rows[1].rel_error, -0.2);
+  EXPECT_DOUBLE_EQ(*r.rows[3].rel_error, -0.5);
+  // |errors| sorted: 0.1 0.2 0.25 0.5 1.0 -> median 0.25; p90 at position
+  // 0.9 x 4 = 3.6: 0.5 + 0.6 x (1.0 - 0.5) = 0.8.
+  EXPECT_DOUBLE_EQ(r.median_abs_error, 0.25);
+  EXPECT_DOUBLE_EQ(r.p90_abs_error, 0.8);
+  EXPECT_EQ(r.worst, (std::vector<std::size_t>{4, 3, 2, 1, 0}));
+  EXPECT_TRUE(r.predicted_only.empty());
+  EXPECT_TRUE(r.measured_only.empty());
+}
+
+TEST(Compare, EvenCountAndAtMostFiveWorst) {
+  Report p = predicted5(), m = measured5();
+  p.results.push_back(row("ring", 32768, 70));  // -0.3
+  m.results.push_back(row("ring", 32768, 100));
+  const CompareResult r = compare_reports(p, m);
+  // 0.1 0.2 0.25 0.3 0.5 1.0: median (0.25 + 0.3) / 2; p90 at 4.5: 0.75.
+  EXPECT_DOUBLE_EQ(r.median_abs_error, 0.275);
+  EXPECT_DOUBLE_EQ(r.p90_abs_error, 0.75);
+  EXPECT_EQ(r.worst, (std::vector<std::size_t>{4, 3, 5, 2, 1}));
+}
+
+TEST(Compare, SimulatedOutOfPlaceStandsInForMeasuredInPlace) {
+  const Report p = report(ReportMode::simulate, {row("ring", 1024, 10)});
+  const Report m =
+      report(ReportMode::measure, {row("ring", 1024, 8), row("ring", 1024, 12.5, true)});
+  const CompareResult r = compare_reports(p, m);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_FALSE(r.rows[0].key.in_place);
+  EXPECT_TRUE(r.rows[1].key.in_place);
+  EXPECT_DOUBLE_EQ(r.rows[1].predicted_us, 10);
+  EXPECT_DOUBLE_EQ(*r.rows[0].rel_error, 0.25);
+  EXPECT_DOUBLE_EQ(*r.rows[1].rel_error, -0.2);
+  EXPECT_TRUE(r.predicted_only.empty());
+}
+
+TEST(Compare, InPlaceMatchesInPlaceWhereBothHaveIt) {
+  const Report p =
+      report(ReportMode::measure, {row("ring", 1024, 10), row("ring", 1024, 20, true)});
+  const Report m =
+      report(ReportMode::measure, {row("ring", 1024, 10), row("ring", 1024, 10, true)});
+  const CompareResult r = compare_reports(p, m);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.rows[1].predicted_us, 20);
+  EXPECT_DOUBLE_EQ(*r.rows[1].rel_error, 1.0);
+}
+
+TEST(Compare, ListsRowsFoundInOnlyOneFile) {
+  Report p = predicted5(), m = measured5();
+  p.results.push_back(row("tree", 1024, 5));
+  m.results.push_back(row("ring", 1 << 20, 50));
+  m.results.push_back(row("ring", 1024, 50, false, Collective::all_gather));
+  const CompareResult r = compare_reports(p, m);
+  EXPECT_EQ(r.rows.size(), 5u);
+  ASSERT_EQ(r.predicted_only.size(), 1u);
+  EXPECT_EQ(r.predicted_only[0].algorithm, "tree");
+  ASSERT_EQ(r.measured_only.size(), 2u);
+  EXPECT_EQ(r.measured_only[0].bytes, 1 << 20);
+  EXPECT_EQ(r.measured_only[1].collective, Collective::all_gather);
+}
+
+TEST(Compare, RowDtypesKeepRowsApart) {
+  Report p = predicted5();
+  Report m = measured5();
+  ResultRow dbl = row("ring", 1024, 55);
+  dbl.dtype = DataType::float64;
+  m.results.push_back(dbl);
+  const CompareResult r = compare_reports(p, m);
+  EXPECT_EQ(r.rows.size(), 5u);
+  ASSERT_EQ(r.measured_only.size(), 1u);
+  EXPECT_EQ(r.measured_only[0].dtype, "double");
+}
+
+TEST(Compare, MinBytesLeavesSmallRowsOut) {
+  const CompareResult r = compare_reports(predicted5(), measured5(), 4096);
+  ASSERT_EQ(r.rows.size(), 3u);
+  EXPECT_EQ(r.rows[0].key.bytes, 4096);
+  // 0.25 0.5 1.0
+  EXPECT_DOUBLE_EQ(r.median_abs_error, 0.5);
+}
+
+TEST(Compare, ZeroMeasuredTimeHasNoError) {
+  const Report p = report(ReportMode::simulate, {row("ring", 0, 3), row("ring", 8, 2)});
+  const Report m = report(ReportMode::measure, {row("ring", 0, 0), row("ring", 8, 4)});
+  const CompareResult r = compare_reports(p, m);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_FALSE(r.rows[0].rel_error.has_value());
+  EXPECT_EQ(r.with_error, 1u);
+  EXPECT_DOUBLE_EQ(r.median_abs_error, 0.5);
+}
+
+TEST(Compare, DifferentRankCountsAreRefused) {
+  Report m = measured5();
+  m.ranks = 8;
+  try {
+    compare_reports(predicted5(), m, 0, "p.json", "m.json");
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("p.json is for 4 ranks, m.json for 8"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Compare, NothingMatchingSaysWhatEachFileHolds) {
+  const Report m =
+      report(ReportMode::measure, {row("ring", 1024, 10, false, Collective::all_gather)});
+  try {
+    compare_reports(predicted5(), m, 0, "p.json", "m.json");
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("p.json has all_reduce [ring], dtype float, 1 KiB..16 KiB"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("m.json has all_gather [ring]"), std::string::npos) << what;
+  }
+}
+
+TEST(Compare, TextAndJsonForms) {
+  Report p = predicted5(), m = measured5();
+  p.results.push_back(row("tree", 1024, 5));
+  const CompareResult r = compare_reports(p, m, 0, "p.json", "m.json");
+  const std::string text = format_comparison(r, "p.json", "m.json");
+  EXPECT_NE(text.find("median |error| 25.0%, p90 |error| 80.0%"), std::string::npos) << text;
+  EXPECT_NE(text.find("+100.0%"), std::string::npos);
+  EXPECT_NE(text.find("# Unmatched, only in p.json (1):"), std::string::npos);
+  const Json j = comparison_to_json(r, "p.json", "m.json", 0);
+  EXPECT_EQ(j["rows"].size(), 5u);
+  EXPECT_DOUBLE_EQ(j["rows"][1]["rel_error"].get<double>(), -0.2);
+  EXPECT_DOUBLE_EQ(j["summary"]["median_abs_error"].get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(j["summary"]["p90_abs_error"].get<double>(), 0.8);
+  EXPECT_EQ(j["summary"]["worst"].size(), 5u);
+  EXPECT_EQ(j["summary"]["worst"][0]["bytes"], 16384);
+  EXPECT_EQ(j["predicted_only"].size(), 1u);
+  EXPECT_EQ(j["measured_only"].size(), 0u);
+}
+
+}  // namespace
+}  // namespace collkit

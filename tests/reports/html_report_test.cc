@@ -1,0 +1,255 @@
+// The report page's structure (one chart per group, a line per series, dashes
+// for measurements, exact hover titles, no external references, escaping) and
+// the CSV/Markdown forms of the same points.
+#include "reports/html_report.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace collkit {
+namespace {
+
+ResultRow row(Collective c, const std::string& algo, std::int64_t bytes, double time_us,
+              double busbw, bool in_place = false) {
+  ResultRow r;
+  r.collective = c;
+  r.algorithm = algo;
+  r.bytes = bytes;
+  r.count = bytes / 4;
+  r.in_place = in_place;
+  r.time_us = time_us;
+  r.algbw_gbps = busbw / 2;
+  r.busbw_gbps = busbw;
+  return r;
+}
+
+Report simulated() {
+  Report r;
+  r.collkit_version = "0.1.0";
+  r.mode = ReportMode::simulate;
+  r.topology = TopologyInfo{"fc-8", "fc-8.json", ""};
+  r.ranks = 8;
+  r.results = {row(Collective::all_reduce, "ring", 1024, 10, 1.5),
+               row(Collective::all_reduce, "ring", 1048576, 20, 80),
+               row(Collective::all_reduce, "tree", 1024, 5, 3.0),
+               row(Collective::all_reduce, "tree", 1048576, 40, 40),
+               row(Collective::all_gather, "ring", 4096, 7, 2.0)};
+  r.best = compute_best(r.results);
+  return r;
+}
+
+Report measured() {
+  Report r;
+  r.collkit_version = "0.1.0";
+  r.mode = ReportMode::measure;
+  r.backend = Backend::mpi;
+  r.ranks = 8;
+  // In-place first: the out-of-place row of a size must still be plotted.
+  r.results = {row(Collective::all_reduce, "ring", 1024, 12.345678901234567, 1.25, true),
+               row(Collective::all_reduce, "ring", 1024, 11.5, 1.3),
+               row(Collective::all_reduce, "ring", 1048576, 25, 64)};
+  ResultRow dbl = row(Collective::all_reduce, "ring", 2048, 9, 3);
+  dbl.dtype = DataType::float64;  // bench -d all: its own chart
+  r.results.push_back(dbl);
+  r.best = compute_best(r.results);
+  return r;
+}
+
+std::vector<NamedReport> inputs() { return {{"s.json", simulated()}, {"m.json", measured()}}; }
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
+  return n;
+}
+
+TEST(ChartGroups, GroupsByCollectiveDtypeAndOpNeverMixing) {
+  const auto groups = build_chart_groups(inputs());
+  ASSERT_EQ(groups.size(), 3u);
+  EXPECT_EQ(groups[0].collective, Collective::all_reduce);
+  EXPECT_EQ(groups[0].dtype, "float");
+  EXPECT_EQ(groups[0].op, "sum");
+  EXPECT_EQ(groups[1].collective, Collective::all_gather);
+  EXPECT_EQ(groups[1].op, "none");  // all_gather does not reduce
+  EXPECT_EQ(groups[2].collective, Collective::all_reduce);
+  EXPECT_EQ(groups[2].dtype, "double");
+  ASSERT_EQ(groups[0].series.size(), 3u);  // ring and tree simulated, ring measured
+  EXPECT_EQ(groups[0].series[2].mode, ReportMode::measure);
+  EXPECT_EQ(groups[0].series[2].label, "ring (measured)");
+  EXPECT_EQ(groups[0].sizes, (std::vector<std::int64_t>{1024, 1048576}));
+  EXPECT_EQ(groups[0].ranks, (std::vector<int>{8}));
+}
+
+TEST(ChartGroups, PlotsTheOutOfPlaceRowOfASize) {
+  const auto groups = build_chart_groups(inputs());
+  const ChartSeries& m = groups[0].series[2];
+  ASSERT_EQ(m.points.size(), 2u);
+  EXPECT_FALSE(m.points[0].in_place);
+  EXPECT_DOUBLE_EQ(m.points[0].time_us, 11.5);
+}
+
+TEST(ChartGroups, BandsNameTheBestOfEachMode) {
+  const auto groups = build_chart_groups(inputs());
+  const ChartGroup& g = groups[0];
+  ASSERT_EQ(g.bands.size(), 2u);
+  EXPECT_EQ(g.bands[0].first, ReportMode::simulate);
+  ASSERT_EQ(g.bands[0].second.size(), 2u);
+  EXPECT_EQ(g.series[g.bands[0].second[0].series].algorithm, "tree");  // 3.0 > 1.5 GB/s
+  EXPECT_EQ(g.series[g.bands[0].second[1].series].algorithm, "ring");  // 80 > 40 GB/s
+  EXPECT_EQ(g.bands[1].first, ReportMode::measure);
+  EXPECT_EQ(g.bands[1].second.size(), 2u);
+}
+
+TEST(ChartGroups, ColoursFollowTheAlgorithmAcrossCharts) {
+  const auto groups = build_chart_groups(inputs());
+  EXPECT_EQ(groups[0].series[0].colour, groups[0].series[2].colour);  // ring sim and measured
+  EXPECT_NE(groups[0].series[0].colour, groups[0].series[1].colour);
+  EXPECT_EQ(groups[1].series[0].colour, groups[0].series[0].colour);  // ring in all_gather
+}
+
+TEST(ChartGroups, NamesTheFileWhenAChartHasTwoOfAMode) {
+  std::vector<NamedReport> in = {{"dir/a.json", simulated()}, {"b.json", simulated()}};
+  const auto groups = build_chart_groups(in);
+  ASSERT_EQ(groups[0].series.size(), 4u);
+  EXPECT_EQ(groups[0].series[0].label, "ring (simulated, a.json)");
+  EXPECT_EQ(groups[0].series[2].label, "ring (simulated, b.json)");
+}
+
+TEST(HtmlReport, OneSvgPerGroupAndAPathPerSeries) {
+  const std::string html = render_html_report(inputs());
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(count(html, "<svg"), 3u);
+  EXPECT_EQ(count(html, "</svg>"), 3u);
+  EXPECT_EQ(count(html, "<path "), 3u + 1u + 1u);  // all_reduce float, all_gather, double
+  EXPECT_EQ(count(html, "<table>"), 3u);
+  EXPECT_EQ(count(html, "<section>"), 3u);
+}
+
+TEST(HtmlReport, MeasuredLinesAreDashedSimulatedSolid) {
+  const std::string html = render_html_report(inputs());
+  std::size_t dashed = 0, solid = 0;
+  for (auto pos = html.find("<path "); pos != std::string::npos;
+       pos = html.find("<path ", pos + 1)) {
+    const std::string tag = html.substr(pos, html.find('>', pos) - pos);
+    const std::string title = html.substr(pos, html.find("</path>", pos) - pos);
+    const bool is_dashed = tag.find("stroke-dasharray") != std::string::npos;
+    if (title.find("(measured)") != std::string::npos) {
+      EXPECT_TRUE(is_dashed) << tag;
+      ++dashed;
+    } else {
+      EXPECT_FALSE(is_dashed) << tag;
+      ++solid;
+    }
+  }
+  EXPECT_EQ(dashed, 2u);
+  EXPECT_EQ(solid, 3u);
+}
+
+TEST(HtmlReport, TitlesCarryExactValuesAxesUnitsAndALegend) {
+  const std::string html = render_html_report(inputs());
+  EXPECT_NE(
+      html.find("<title>ring (measured): 2 KiB (2048 B), busbw 3.0 GB/s, time 9.0 us</title>"),
+      std::string::npos);
+  EXPECT_NE(html.find("busbw 80.0 GB/s, time 20.0 us"), std::string::npos);
+  EXPECT_NE(html.find("busbw (GB/s)"), std::string::npos);
+  EXPECT_NE(html.find("message size (bytes, log2 scale)"), std::string::npos);
+  EXPECT_NE(html.find(">1 KiB</text>"), std::string::npos);
+  EXPECT_NE(html.find(">1 MiB</text>"), std::string::npos);
+  EXPECT_NE(html.find("class=\"legend\""), std::string::npos);
+  EXPECT_NE(html.find("best, simulated"), std::string::npos);
+  EXPECT_NE(html.find("best, measured"), std::string::npos);
+}
+
+TEST(HtmlReport, InPlaceOnlySizeShowsItsExactTime) {
+  Report m = measured();
+  m.results.erase(m.results.begin() + 1);  // leave 1 KiB in-place only
+  const std::string html = render_html_report({{"m.json", m}});
+  EXPECT_NE(html.find("1 KiB (1024 B, in-place), busbw 1.25 GB/s, time 12.345678901234567 us"),
+            std::string::npos);
+}
+
+TEST(HtmlReport, SelfContainedWithoutScriptsOrLinks) {
+  const std::string html = render_html_report(inputs());
+  EXPECT_EQ(html.find("http"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(html.find("src="), std::string::npos);
+}
+
+TEST(HtmlReport, EscapesNamesFromTheFiles) {
+  Report s = simulated();
+  s.results[0].algorithm = "a<b>&\"c'";
+  const std::string html = render_html_report({{"x<y>.json", s}});
+  EXPECT_EQ(html.find("a<b>"), std::string::npos);
+  EXPECT_EQ(html.find("x<y>"), std::string::npos);
+  EXPECT_NE(html.find("a&lt;b&gt;&amp;&quot;c&#39;"), std::string::npos);
+  EXPECT_NE(html.find("x&lt;y&gt;.json"), std::string::npos);
+}
+
+TEST(HtmlReport, ZeroByteRowsStayInTheTableOnly) {
+  Report s = simulated();
+  s.results = {row(Collective::barrier, "dissemination", 0, 3, 0)};
+  const std::string html = render_html_report({{"s.json", s}});
+  EXPECT_EQ(count(html, "<svg"), 1u);
+  EXPECT_EQ(count(html, "<path "), 0u);
+  EXPECT_NE(html.find("no sizes above 0 bytes"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"num best\" title=\"busbw 0.0 GB/s, time 3.0 us\">"),
+            std::string::npos);
+}
+
+TEST(HtmlReport, ManySeriesGetAllPathsAndATallerChart) {
+  Report s = simulated();
+  s.results.clear();
+  for (int a = 0; a < 30; ++a)
+    s.results.push_back(row(Collective::all_reduce, "algo" + std::to_string(a), 1024, 1, 1));
+  const std::string html = render_html_report({{"s.json", s}});
+  EXPECT_EQ(count(html, "<path "), 30u);
+  EXPECT_NE(html.find("height=\"588\""), std::string::npos);  // 20 + 28 + 30 x 18
+  EXPECT_NE(html.find("<rect "), std::string::npos);          // squares past ten colours
+}
+
+TEST(HtmlEscape, EscapesEveryMarkupCharacter) {
+  EXPECT_EQ(html_escape("<a href=\"x\">'&'</a>"),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
+}
+
+TEST(SizeLabel, UsesBinaryUnits) {
+  EXPECT_EQ(size_label(512), "512 B");
+  EXPECT_EQ(size_label(65536), "64 KiB");
+  EXPECT_EQ(size_label(1 << 20), "1 MiB");
+  EXPECT_EQ(size_label(std::int64_t{1} << 30), "1 GiB");
+}
+
+TEST(CsvReport, OneLinePerPointWithTheBestMarked) {
+  const std::string csv = render_csv_report(inputs());
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "collective,dtype,op,file,mode,algorithm,bytes,in_place,time_us,busbw_gbps,best");
+  EXPECT_NE(csv.find("\nall_reduce,float,sum,s.json,simulate,ring,1048576,false,20.0,80.0,1\n"),
+            std::string::npos);
+  EXPECT_NE(csv.find("\nall_reduce,float,sum,s.json,simulate,tree,1048576,false,40.0,40.0,0\n"),
+            std::string::npos);
+  EXPECT_NE(csv.find("\nall_reduce,float,sum,m.json,measure,ring,1024,false,11.5,1.3,1\n"),
+            std::string::npos);
+  EXPECT_NE(csv.find("\nall_gather,float,none,s.json,simulate,ring,4096,false,7.0,2.0,1\n"),
+            std::string::npos);
+  EXPECT_NE(csv.find("\nall_reduce,double,sum,m.json,measure,ring,2048,false,9.0,3.0,1\n"),
+            std::string::npos);
+  EXPECT_EQ(count(csv, "\n"), 1u + 4u + 2u + 1u + 1u);
+}
+
+TEST(MarkdownReport, AHeadingAndTablePerGroup) {
+  const std::string md = render_markdown_report(inputs());
+  EXPECT_EQ(count(md, "\n## "), 3u);
+  EXPECT_NE(
+      md.find("| size | bytes | ring (simulated) busbw (GB/s) | tree (simulated) busbw (GB/s) "
+              "| ring (measured) busbw (GB/s) | best simulated | best measured |"),
+      std::string::npos);
+  EXPECT_NE(md.find("| 1 KiB | 1024 | 1.50 | 3.00 | 1.30 | tree | ring |"), std::string::npos);
+  EXPECT_NE(md.find("| 1 MiB | 1048576 | 80.00 | 40.00 | 64.00 | ring | ring |"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace collkit
