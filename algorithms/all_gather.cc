@@ -13,19 +13,22 @@
 
 namespace collkit {
 
-Generator<Step> ring_all_gather(BlockLayout layout) {
+Generator<Step> ring_pass(BlockLayout layout, int lag, Combine combine) {
   const int p = layout.p;
   const int v = layout.vrank();
   const int next = layout.real(mod(v + 1, p));
   const int prev = layout.real(mod(v - 1, p));
-  // Step k forwards the block received in step k-1 (own block first).
+  // Step k forwards the block received in step k-1.
   for (int k = 0; k + 1 < p; ++k) {
     Step s;
-    s.ops.push_back(send_op(next, layout.block(mod(v - k, p))));
-    s.ops.push_back(recv_op(prev, layout.block(mod(v - k - 1, p))));
+    s.ops.push_back(send_op(next, layout.block(mod(v - k - lag, p))));
+    s.ops.push_back(recv_op(prev, layout.block(mod(v - k - lag - 1, p)), combine));
     co_yield std::move(s);
   }
 }
+
+// Own block first: after p - 1 hops every block has visited every rank.
+Generator<Step> ring_all_gather(BlockLayout layout) { return ring_pass(layout, 0, Combine::copy); }
 
 Generator<Step> member_all_gather(FoldGroup g) {
   const int i = g.member();

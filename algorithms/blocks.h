@@ -36,6 +36,10 @@ Generator<Step> binomial_scatter(BlockLayout layout);
 // Before: virtual rank w holds block w. After: virtual rank 0 holds all blocks.
 Generator<Step> binomial_gather(BlockLayout layout);
 
+// The ring both ring blocks are made of: in step k (k < p - 1) virtual rank
+// v sends block v - k - lag to v + 1 and receives block v - k - lag - 1 from
+// v - 1, combining it as `combine` says.
+Generator<Step> ring_pass(BlockLayout layout, int lag, Combine combine);
 // Before: virtual rank w holds block w. After: every rank holds every block.
 Generator<Step> ring_all_gather(BlockLayout layout);
 // Same postcondition; p must be a power of two (callers fold otherwise).

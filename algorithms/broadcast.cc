@@ -399,11 +399,18 @@ Pipeline chain_pipe(const ScheduleSpec& spec, int rank) {
   return pl;
 }
 
-Generator<Step> chain_program(ScheduleSpec spec, int rank) {
+// A broadcast made of one pipeline: the root copies its input to its output,
+// then the pipeline runs. `pipe` is only asked for when there is data.
+template <typename PipeOf>
+Generator<Step> one_pipeline_program(const ScheduleSpec& spec, int rank, PipeOf pipe) {
   if (spec.count == 0) return run_pipelines({}, {});
   std::vector<Op> prologue;
   if (rank == spec.root) prologue.push_back(root_copy(spec.count));
-  return run_pipelines({chain_pipe(spec, rank)}, std::move(prologue));
+  return run_pipelines({pipe(spec, rank)}, std::move(prologue));
+}
+
+Generator<Step> chain_program(ScheduleSpec spec, int rank) {
+  return one_pipeline_program(spec, rank, chain_pipe);
 }
 
 // Heap-ordered binary tree: v has children 2v+1 (served first) and 2v+2.
@@ -448,10 +455,7 @@ Pipeline binary_tree_pipe(const ScheduleSpec& spec, int rank) {
 }
 
 Generator<Step> binary_tree_program(ScheduleSpec spec, int rank) {
-  if (spec.count == 0) return run_pipelines({}, {});
-  std::vector<Op> prologue;
-  if (rank == spec.root) prologue.push_back(root_copy(spec.count));
-  return run_pipelines({binary_tree_pipe(spec, rank)}, std::move(prologue));
+  return one_pipeline_program(spec, rank, binary_tree_pipe);
 }
 
 // Double binary tree. NCCL's trees have no root to broadcast from, so the

@@ -14,19 +14,10 @@
 
 namespace collkit {
 
+// Block b starts at virtual rank b + 1 and gathers one contribution per hop,
+// arriving complete at virtual rank b after p - 1 hops.
 Generator<Step> ring_reduce_scatter(BlockLayout layout) {
-  const int p = layout.p;
-  const int v = layout.vrank();
-  const int next = layout.real(mod(v + 1, p));
-  const int prev = layout.real(mod(v - 1, p));
-  // Block b starts at virtual rank b + 1 and gathers one contribution per hop,
-  // arriving complete at virtual rank b after p - 1 hops.
-  for (int k = 0; k + 1 < p; ++k) {
-    Step s;
-    s.ops.push_back(send_op(next, layout.block(mod(v - k - 1, p))));
-    s.ops.push_back(recv_op(prev, layout.block(mod(v - k - 2, p)), Combine::reduce));
-    co_yield std::move(s);
-  }
+  return ring_pass(layout, 1, Combine::reduce);
 }
 
 Generator<Step> member_reduce_scatter(FoldGroup g) {
