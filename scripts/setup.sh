@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libboost-graph-dev libyaml-cpp-dev
   libopenmpi-dev openmpi-bin
   clang-format
+  libpng-dev
 )
 # Extra packages a caller can ask for (CI adds chromium for the browser test).
 if [[ -n "${COLLKIT_EXTRA_PACKAGES:-}" ]]; then

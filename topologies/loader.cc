@@ -397,14 +397,19 @@ std::unique_ptr<Topology> explicit_form(const Reader& rd, const json& top, Endpo
     const std::string p = at("links", i);
     const json& l = (*links)[i];
     rd.object(l, p);
-    rd.keys(l, p, {"a", "b", "bandwidth_gbps", "latency_us"});
+    rd.keys(l, p, {"a", "b", "bandwidth_gbps", "latency_us", "directed"});
     for (const char* end : {"a", "b"}) {
       if (!rd.find(l, end)) rd.fail(field(p, end), "missing (a node id)");
     }
     int a = node_of(l.at("a"), field(p, "a"));
     int b = node_of(l.at("b"), field(p, "b"));
     if (a == b) rd.fail(field(p, "b"), "links node \"" + g->node_name(a) + "\" to itself");
-    g->add_cable(a, b, rd.link(l, p));
+    // A directed link carries a -> b only (an asymmetric or one-way path,
+    // e.g. a shared bus every transfer must cross in one direction).
+    if (rd.boolean(l, p, "directed", false))
+      g->add_link(a, b, rd.link(l, p));
+    else
+      g->add_cable(a, b, rd.link(l, p));
   }
   if (const json* ranks = rd.find(top, "ranks")) {
     rd.array(*ranks, "ranks");
