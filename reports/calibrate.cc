@@ -343,12 +343,19 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const T
     }
     if (!improved) break;
   }
-  // Two parameters whose effects on every point are proportional (latency and
+  // Parameters whose effects on every point are proportional (latency and
   // overhead when every route has the same hop count) cannot be fitted apart:
   // only their combination is determined, so say so rather than let a user
-  // trust the split.
+  // trust the split. Proportionality is transitive, so the pairs form groups;
+  // one warning names each group.
   {
     const std::vector<std::vector<double>> jac = jacobian(theta);
+    std::vector<std::size_t> group(n);
+    for (std::size_t k = 0; k < n; ++k) group[k] = k;
+    const auto find = [&](std::size_t k) {
+      while (group[k] != k) k = group[k] = group[group[k]];
+      return k;
+    };
     for (std::size_t a = 0; a < n; ++a)
       for (std::size_t b = a + 1; b < n; ++b) {
         if (frozen[a] || frozen[b]) continue;
@@ -358,13 +365,21 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const T
           aa += jac[a][i] * jac[a][i];
           bb += jac[b][i] * jac[b][i];
         }
-        if (std::abs(ab) >= (1 - 1e-7) * std::sqrt(aa * bb))
-          result.warnings.push_back(params[a].name + " and " + params[b].name +
-                                    " affect every point in proportion: only their combination "
-                                    "is fitted (the split between them stays near the base); add "
-                                    "points that tell them apart (e.g. routes of other hop "
-                                    "counts)");
+        if (std::abs(ab) >= (1 - 1e-7) * std::sqrt(aa * bb)) group[find(b)] = find(a);
       }
+    for (std::size_t root = 0; root < n; ++root) {
+      std::vector<std::string> names;
+      for (std::size_t k = 0; k < n; ++k)
+        if (find(k) == root) names.push_back(params[k].name);
+      if (names.size() < 2) continue;
+      std::string list;
+      for (std::size_t i = 0; i < names.size(); ++i)
+        list += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+      result.warnings.push_back(list +
+                                " affect every point in proportion: only their combination is "
+                                "fitted (the split between them stays near the base); add points "
+                                "that tell them apart (e.g. routes of other hop counts)");
+    }
   }
   r = residuals(theta);  // leaves `trial` at the fitted values
 

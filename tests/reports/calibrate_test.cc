@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,13 @@
 
 namespace collkit {
 namespace {
+
+std::string slurp_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 // A 4-rank ring: the opposite rank is two hops away, so link latency and
 // endpoint overhead are told apart by algorithms that talk to it.
@@ -153,6 +162,49 @@ TEST(Calibrate, ExplicitBaseKeepsItsFormAndFitsTwoClasses) {
       parse_topology(fitted_topology_text(base_text, "b.json", *base, r, "d"), "fit.json");
   EXPECT_NEAR(fit->link(0).bandwidth / 40e9, 1, 1e-6);  // h0 -> s0
   EXPECT_NEAR(fit->link(8).bandwidth / 12e9, 1, 1e-6);  // s0 -> s1
+}
+
+// The shipped calibration base for one shared-memory host: every route is
+// send link -> bus -> receive link, so the three latencies and the overhead
+// only ever appear as one sum. The fit still reproduces every time and the
+// shared bus's bandwidth, and one warning (not six pairwise ones) names the
+// four parameters it cannot split.
+TEST(Calibrate, HostBusBaseFitsTheBusAndGroupsItsCollinearLatencies) {
+  const std::string path = std::string(COLLKIT_SOURCE_DIR) + "/topologies/bases/host-bus-4.json";
+  const std::unique_ptr<Topology> base = load_topology(path);
+  ASSERT_EQ(base->num_ranks(), 4);
+  Json truth_json = Json::parse(slurp_file(path));
+  for (Json& l : truth_json["links"]) {
+    const bool bus = l["a"] == "bus_in";
+    l["bandwidth_gbps"] = bus ? 7.5 : 4.0;
+    l["latency_us"] = bus ? 1.5 : 0.8;
+  }
+  truth_json["endpoint"] = {{"overhead_us", 2.0}, {"reduce_gbps", 6.0}};
+  const std::unique_ptr<Topology> truth = parse_topology(truth_json.dump(), "truth.json");
+  std::vector<CalibrationInput> in;
+  for (auto [c, algos] : std::vector<std::pair<Collective, std::string>>{
+           {Collective::all_reduce, "ring,recursive_doubling,binomial_tree,linear"},
+           {Collective::all_gather, "ring,recursive_doubling,gather_broadcast"}}) {
+    SweepSpec sweep;
+    sweep.collective = c;
+    sweep.algorithms = expand_algorithms(c, algos);
+    sweep.ranks = 4;
+    sweep.sizes = {4096, 65536, 1 << 20, 8 << 20};
+    sweep.model = cost_params_of(*base, 4);
+    Report m = simulate_sweep(sweep, *truth, {});
+    m.mode = ReportMode::measure;
+    m.topology.reset();
+    in.push_back({"m" + std::to_string(in.size()) + ".json", "0", m});
+  }
+  const CalibrationResult r = calibrate(in, *base);
+  EXPECT_LT(r.max_abs_error, 1e-6);
+  for (const FittedParam& p : r.params)
+    if (p.kind == ParamKind::bandwidth && p.name.find("bus_in->bus_out") != std::string::npos)
+      EXPECT_NEAR(p.fitted / 7.5e9, 1, 1e-5);
+  ASSERT_EQ(r.warnings.size(), 1u);
+  for (const char* name :
+       {"class 0 latency_us", "class 1 latency_us", "class 2 latency_us", "endpoint overhead_us"})
+    EXPECT_NE(r.warnings[0].find(name), std::string::npos) << r.warnings[0];
 }
 
 TEST(Calibrate, InPlaceRowsAreFittedButCountOnceAsDistinct) {
