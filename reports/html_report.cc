@@ -403,6 +403,30 @@ std::vector<ChartGroup> build_chart_groups(const std::vector<NamedReport>& input
   }
   for (ChartGroup& g : groups) {
     std::sort(g.ranks.begin(), g.ranks.end());
+    // Within a chart every algorithm needs its own colour. Each keeps its
+    // global colour where no other algorithm of the chart has it; a clash
+    // takes the next free colour; only past ten algorithms in one chart do
+    // colours repeat (with square markers, see render_svg).
+    {
+      std::set<int> globals;
+      for (const ChartSeries& s : g.series) globals.insert(s.colour);
+      std::map<int, int> chart_colour;
+      std::vector<bool> used(kPaletteSize, false);
+      int round = 0, in_round = 0;
+      for (int global : globals) {
+        if (in_round == kPaletteSize) {
+          used.assign(kPaletteSize, false);
+          ++round;
+          in_round = 0;
+        }
+        int slot = global % kPaletteSize;
+        while (used[static_cast<std::size_t>(slot)]) slot = (slot + 1) % kPaletteSize;
+        used[static_cast<std::size_t>(slot)] = true;
+        ++in_round;
+        chart_colour[global] = slot + kPaletteSize * round;
+      }
+      for (ChartSeries& s : g.series) s.colour = chart_colour.at(s.colour);
+    }
     // The file names a series only where one chart has several files of a
     // mode; otherwise it would only lengthen the legend.
     std::map<ReportMode, std::set<std::string>> files;

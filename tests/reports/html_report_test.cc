@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,32 @@ TEST(ChartGroups, ColoursFollowTheAlgorithmAcrossCharts) {
   EXPECT_EQ(groups[0].series[0].colour, groups[0].series[2].colour);  // ring sim and measured
   EXPECT_NE(groups[0].series[0].colour, groups[0].series[1].colour);
   EXPECT_EQ(groups[1].series[0].colour, groups[0].series[0].colour);  // ring in all_gather
+}
+
+// Eleven algorithms over two collectives: globally the 1st and 11th share a
+// palette slot, but no chart holds both, so each chart's colours are all
+// different; where they would clash inside one chart, the later one moves.
+TEST(ChartGroups, ColoursWithinAChartNeverRepeatUpToTen) {
+  Report s = simulated();
+  s.results.clear();
+  for (int a = 0; a < 11; ++a)
+    s.results.push_back(row(a < 6 ? Collective::broadcast : Collective::reduce,
+                            "algo" + std::to_string(a), 1024, 1, 1));
+  // algo10 also runs broadcast, where algo0 has its slot.
+  s.results.push_back(row(Collective::broadcast, "algo10", 2048, 1, 1));
+  const auto groups = build_chart_groups({{"s.json", s}});
+  ASSERT_EQ(groups.size(), 2u);
+  for (const ChartGroup& g : groups) {
+    std::set<int> slots;
+    for (const ChartSeries& sr : g.series) slots.insert(sr.colour % 10);
+    EXPECT_EQ(slots.size(), g.series.size()) << to_string(g.collective);
+    for (const ChartSeries& sr : g.series) EXPECT_LT(sr.colour, 10) << "no squares below ten";
+  }
+  EXPECT_EQ(groups[0].series[0].colour, 0);  // algo0 keeps its global colour
+  EXPECT_EQ(groups[0].series[6].algorithm, "algo10");
+  EXPECT_EQ(groups[0].series[6].colour, 6);  // slot 0 taken: next free after 5
+  EXPECT_EQ(groups[1].series[4].algorithm, "algo10");
+  EXPECT_EQ(groups[1].series[4].colour, 0);  // free in the reduce chart
 }
 
 TEST(ChartGroups, NamesTheFileWhenAChartHasTwoOfAMode) {
