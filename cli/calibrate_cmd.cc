@@ -22,6 +22,7 @@ struct CalibrateArgs {
   std::string topology;
   std::string output;
   std::string model = "flow";
+  std::string min_bytes = "0";
   int ranks = 0;
 };
 
@@ -38,6 +39,7 @@ std::string short_hash(const std::string& sha) { return sha.substr(0, 16); }
 void run_calibrate(const CalibrateArgs& a) {
   CalibrateOptions options;
   options.model = parse_net_model(a.model);
+  options.min_bytes = a.min_bytes == "0" ? 0 : parse_size("--min-bytes", a.min_bytes);
   if (a.topology.rfind("astra:", 0) == 0)
     throw UsageError("--topology " + a.topology +
                      ": the fitted file is written in the base's JSON form; give a JSON topology");
@@ -74,6 +76,8 @@ void run_calibrate(const CalibrateArgs& a) {
   char summary[160];
   std::snprintf(summary, sizeof summary, "; |relative error| median %.3g%%, p90 %.3g%%",
                 100 * result.median_abs_error, 100 * result.p90_abs_error);
+  if (options.min_bytes > 0)
+    description += "; rows below " + std::to_string(options.min_bytes) + " bytes left out";
   description += "; base " + a.topology + " (sha256 " + base_sha + ")" + summary + ".";
   const std::string text = fitted_topology_text(base_text, a.topology, *base, result, description);
 
@@ -101,6 +105,8 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("-o,--output", a->output, "Write the fitted topology (JSON) to this file")
       ->required();
   cmd->add_option("--model", a->model, "Network model: flow (default) or alpha-beta");
+  cmd->add_option("--min-bytes", a->min_bytes,
+                  "Leave rows below this size out of the fit (K/M/G suffixes; default 0)");
   cmd->add_option("--ranks", a->ranks,
                   "Ranks on the topology's first endpoints, as the measured run had them "
                   "(0 = all endpoints)")

@@ -109,7 +109,11 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const T
   // them, and stay fixed so the objective does not jump as parameters move.
   const CostParams model = cost_params_of(base, p);
 
+  if (options.min_bytes < 0)
+    throw UsageError("calibrate: --min-bytes must be >= 0, got " +
+                     std::to_string(options.min_bytes));
   CalibrationResult result;
+  result.min_bytes = options.min_bytes;
   std::vector<Point> points;
   std::set<std::tuple<int, std::string, std::int64_t, int, int, int>> distinct;
   bool any_reduction = false;
@@ -130,6 +134,10 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const T
       const std::string field = in.file + ": results[" + std::to_string(i) + "]";
       if (row.algorithm == "native") {
         ++result.skipped_native;
+        continue;
+      }
+      if (row.bytes < options.min_bytes) {
+        ++result.skipped_small;
         continue;
       }
       if (!(row.time_us > 0) || !std::isfinite(row.time_us))
@@ -582,6 +590,9 @@ std::string format_calibration(const CalibrationResult& result) {
   if (result.skipped_native > 0)
     out += "# skipped " + std::to_string(result.skipped_native) +
            " 'native' rows (no schedule to simulate)\n";
+  if (result.skipped_small > 0)
+    out += "# left out " + std::to_string(result.skipped_small) + " rows below " +
+           std::to_string(result.min_bytes) + " bytes (--min-bytes)\n";
   std::snprintf(line, sizeof line, "%-14s %-24s %12s %8s %14s %14s %10s\n", "# collective",
                 "algorithm", "bytes", "in_place", "measured_us", "fitted_us", "error%");
   out += line;

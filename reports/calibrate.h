@@ -27,6 +27,9 @@ struct CalibrationInput {
 struct CalibrateOptions {
   NetModel model = NetModel::flow;
   int max_iterations = 100;
+  // Rows smaller than this are left out of the fit (and counted), for a fit
+  // of the sizes that matter to the user; 0 = every row.
+  std::int64_t min_bytes = 0;
 };
 
 enum class ParamKind : std::uint8_t { latency, bandwidth, overhead, reduce_bw };
@@ -61,6 +64,8 @@ struct CalibrationResult {
   std::vector<PointFit> points;
   std::size_t distinct_points = 0;  // distinct (collective, algorithm, bytes, dtype, op, root)
   std::size_t skipped_native = 0;   // "native" rows: no schedule to simulate
+  std::size_t skipped_small = 0;    // rows below CalibrateOptions::min_bytes
+  std::int64_t min_bytes = 0;       // the option, for the output
   int iterations = 0;
   // Parameter pairs the points cannot tell apart (only a combination fitted).
   std::vector<std::string> warnings;

@@ -111,6 +111,22 @@ TEST_F(CalibrateCli, TooFewPointsSaysHowManyMore) {
   EXPECT_FALSE(fs::exists(fit_path()));
 }
 
+TEST_F(CalibrateCli, MinBytesLeavesSmallRowsOutAndSaysSo) {
+  const std::string m = write_measured("m.json", {1024, 65536, 1 << 20, 4 << 20});
+  const RunResult r = run("calibrate '" + m + "' --topology '" + base_path() +
+                          "' --min-bytes 64K -o '" + fit_path() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("rows below 65536 bytes (--min-bytes)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(" 1024 "), std::string::npos) << "no 1 KiB point is fitted\n" << r.out;
+  EXPECT_NE(load_topology(fit_path())->description.find("rows below 65536 bytes left out"),
+            std::string::npos);
+  const RunResult bad = run("calibrate '" + m + "' --topology '" + base_path() +
+                            "' --min-bytes 12Q -o '" + fit_path() + "x'");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--min-bytes"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(fit_path() + "x"));
+}
+
 struct BadCase {
   const char* name;
   const char* edit;     // what is done to the measured file

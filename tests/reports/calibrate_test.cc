@@ -227,6 +227,31 @@ TEST(Calibrate, InPlaceRowsAreFittedButCountOnceAsDistinct) {
   EXPECT_NEAR(fitted(r, ParamKind::bandwidth) / kBw, 1, 1e-6);
 }
 
+// --min-bytes: rows below the size are left out of the fit, so small rows
+// that the model gets wrong (here: ten times too slow) cannot pull it off.
+TEST(Calibrate, MinBytesLeavesSmallRowsOutOfTheFit) {
+  const std::unique_ptr<Topology> base = parse_topology(ring_text(10, 5, 0.1, 1000), "base.json");
+  std::vector<CalibrationInput> in =
+      truth_reports(0, NetModel::flow, {1024, 16384, 262144, 1 << 20, 4 << 20});
+  std::size_t small = 0;
+  for (CalibrationInput& i : in)
+    for (ResultRow& row : i.report.results)
+      if (row.bytes < 16384) {
+        row.time_us *= 10;
+        ++small;
+      }
+  ASSERT_GT(small, 0u);
+  CalibrateOptions options;
+  options.min_bytes = 16384;
+  const CalibrationResult r = calibrate(in, *base, options);
+  EXPECT_EQ(r.skipped_small, small);
+  EXPECT_LT(r.max_abs_error, 1e-6);
+  EXPECT_NEAR(fitted(r, ParamKind::bandwidth) / kBw, 1, 1e-6);
+  EXPECT_NE(format_calibration(r).find("rows below 16384 bytes (--min-bytes)"), std::string::npos);
+  // Without the option the slow small rows spoil the fit.
+  EXPECT_GT(calibrate(in, *base).median_abs_error, 0.01);
+}
+
 TEST(Calibrate, TooFewPointsSaysHowManyMore) {
   const std::unique_ptr<Topology> base = parse_topology(ring_text(10, 5, 0.1, 1000), "base.json");
   std::vector<CalibrationInput> in = truth_reports(0, NetModel::flow, {1024});
