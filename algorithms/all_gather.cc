@@ -229,7 +229,7 @@ CostEstimate gather_broadcast_cost(const ScheduleSpec& spec, const CostParams& c
   for (int m = 1; m < p; m <<= 1)
     t += message_time(c, es, part.span(m, std::min(m, p - m)), false) +
          message_time(c, es, spec.count, false);
-  return make_cost(t, 2 * L, static_cast<std::int64_t>(L) * spec.count, es);
+  return make_cost(t, std::int64_t{2} * L, static_cast<std::int64_t>(L) * spec.count, es);
 }
 
 }  // namespace

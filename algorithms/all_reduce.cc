@@ -53,7 +53,7 @@ CostEstimate ring_cost(const ScheduleSpec& spec, const CostParams& c) {
   const int es = spec.elem_size;
   const double t = (p - 1) * (message_time(c, es, part.size(0), true) +
                               message_time(c, es, part.size(0), false));
-  return make_cost(t, 2 * (p - 1), 2 * spec.count - ring_unsent(part), es);
+  return make_cost(t, std::int64_t{2} * (p - 1), 2 * spec.count - ring_unsent(part), es);
 }
 
 // ---- recursive doubling (full vector) ----
@@ -276,10 +276,10 @@ CostEstimate rabenseifner_blocks_cost(const ScheduleSpec& spec, const CostParams
   std::int64_t steps = 0, sent = 0;
   for (int b = 0; b < nb; ++b) {
     const FoldGroup g = bb.group(b, -1, n);
-    std::int64_t s = 2 * floor_log2(g.p), e = 0;
+    std::int64_t s = std::int64_t{2} * floor_log2(g.p), e = 0;
     for (int m = 1; m < g.p; m <<= 1) e += g.span(0, 2 * m);
     if (b + 1 < nb) s += 2, e += g.size(0);
-    if (b > 0) s += 2 * (bb.size(b - 1) / g.p), e += g.size(0);
+    if (b > 0) s += std::int64_t{2} * (bb.size(b - 1) / g.p), e += g.size(0);
     steps = std::max(steps, s);
     sent = std::max(sent, e);
   }

@@ -67,8 +67,8 @@ CostEstimate linear_cost(const ScheduleSpec& spec, const CostParams& m) {
   const int p = spec.ranks;
   if (spec.count == 0 || p == 1) return {};
   const std::int64_t n = spec.count;
-  return {(p - 1) * (message(spec, m, n, true) + message(spec, m, n, false)), 2 * (p - 1),
-          static_cast<double>((p - 1) * n) * spec.elem_size};
+  return {(p - 1) * (message(spec, m, n, true) + message(spec, m, n, false)),
+          std::int64_t{2} * (p - 1), static_cast<double>((p - 1) * n) * spec.elem_size};
 }
 
 // 2L steps at rank 0; rank 0 sends L n (a rank with L-1 children sends as
@@ -78,7 +78,7 @@ CostEstimate binomial_cost(const ScheduleSpec& spec, const CostParams& m) {
   if (spec.count == 0 || p == 1) return {};
   const std::int64_t n = spec.count;
   const int L = ceil_log2(p);
-  return {L * (message(spec, m, n, true) + message(spec, m, n, false)), 2 * L,
+  return {L * (message(spec, m, n, true) + message(spec, m, n, false)), std::int64_t{2} * L,
           static_cast<double>(L * n) * spec.elem_size};
 }
 

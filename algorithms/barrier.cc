@@ -57,7 +57,7 @@ Generator<Step> binomial_program(ScheduleSpec spec, int rank) {
 // 2 ceil(log2 p) a: rank 0 receives ceil(log2 p) signals, then sends as many.
 CostEstimate binomial_cost(const ScheduleSpec& spec, const CostParams& m) {
   const int L = ceil_log2(spec.ranks);
-  return {2 * L * m.alpha, 2 * L, 0.0};
+  return {2 * L * m.alpha, std::int64_t{2} * L, 0.0};
 }
 
 }  // namespace

@@ -56,7 +56,7 @@ std::string catalogue_markdown() {
     };
     for (const AlgorithmDef* d : algorithms_for(c)) {
       std::vector<std::string> variants = d->variants;
-      if (variants.empty()) variants.push_back("");
+      if (variants.empty()) variants.emplace_back();
       for (const std::string& v : variants) {
         std::string name = d->name + (v.empty() ? "" : ":" + v);
         out += "| `" + name + "` | " + (v.empty() ? "-" : v) + " | " + d->cost_formula + " | " +

@@ -52,8 +52,8 @@ CostEstimate lower_bound(Collective c, int p, std::int64_t count, int elem_size,
   const double L = moves ? ceil_log2(p) : 0.0;
   // Scatter and gather: the root keeps its own block, and with uneven blocks
   // that may be the larger one, so only n - ceil(n/p) elements must cross.
-  const double rooted_part =
-      static_cast<double>(count - (count + p - 1) / std::max(p, 1)) * elem_size;
+  const std::int64_t own_block = (count + p - 1) / std::max(p, 1);  // ceil(n/p), integer
+  const double rooted_part = static_cast<double>(count - own_block) * elem_size;
   CostEstimate e;
   e.steps = static_cast<std::int64_t>(L);
   switch (c) {

@@ -81,7 +81,7 @@ CostEstimate rabenseifner_cost(const ScheduleSpec& spec, const CostParams& c) {
   for (int m = 1; m < g.q(); m <<= 1)
     t += message_time(c, es, member_level_max(g, m), true) +
          message_time(c, es, g.span(m, m), false);
-  std::int64_t steps = 2 * floor_log2(spec.ranks);
+  std::int64_t steps = std::int64_t{2} * floor_log2(spec.ranks);
   std::int64_t sent = halving_gather_max_sent(g, 0, g.q(), 0);
   if (g.r() > 0) {
     t += message_time(c, es, n, true);

@@ -542,7 +542,7 @@ std::string fitted_topology_text(const std::string& base_text, const std::string
   for (auto it = j.begin(); it != j.end(); ++it)
     if (it.key() != "name" && it.key() != "description" && it.key() != "endpoint")
       out[it.key()] = it.value();
-  const std::string text = out.dump(2) + "\n";
+  std::string text = out.dump(2) + "\n";
 
   // The file must give exactly the fitted network: same class per link.
   const std::unique_ptr<Topology> check = parse_topology(text, base_file, base.num_ranks());

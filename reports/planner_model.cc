@@ -45,6 +45,9 @@ class Fields {
     const json& v = obj_.at(key);
     if (!v.is_number_integer())
       throw FileError(where_ + "." + key + ": expected an integer, got " + v.dump());
+    if (v.is_number_unsigned() &&
+        v.get<std::uint64_t>() > std::uint64_t{std::numeric_limits<std::int64_t>::max()})
+      throw FileError(where_ + "." + key + " = " + v.dump() + ": must be < 2^63");
     const std::int64_t value = v.get<std::int64_t>();
     if (value < min_value)
       throw FileError(where_ + "." + key + " = " + std::to_string(value) +
@@ -99,17 +102,28 @@ class Fields {
   std::set<std::string> used_;
 };
 
-// Products of shape sizes stay far below 2^63 for any real model; this guards
-// a file with absurd sizes from wrapping around silently.
-std::int64_t checked(std::int64_t v, const std::string& where) {
-  if (v < 0) throw FileError(where + ": sizes overflow 64-bit integers");
-  return v;
+// Sizes and figures of any real model stay far below 2^63; every product and
+// sum of file values goes through these, so a file with absurd sizes fails
+// with a message instead of wrapping around (signed overflow is undefined
+// behaviour, which the sanitizer build and the model fuzzer check).
+[[noreturn]] void overflow(const std::string& where) {
+  throw FileError(where + ": sizes overflow 64-bit integers");
 }
 
 std::int64_t mul(std::int64_t a, std::int64_t b, const std::string& where) {
-  if (a != 0 && b > std::numeric_limits<std::int64_t>::max() / a)
-    throw FileError(where + ": sizes overflow 64-bit integers");
-  return a * b;
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) overflow(where);
+  return r;
+}
+
+std::int64_t mul(std::int64_t a, std::int64_t b, std::int64_t c, const std::string& where) {
+  return mul(mul(a, b, where), c, where);
+}
+
+std::int64_t add(std::int64_t a, std::int64_t b, const std::string& where) {
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) overflow(where);
+  return r;
 }
 
 // Attention with grouped KV heads: Q and O are h x h, K and V h x (h kv/heads).
@@ -122,20 +136,20 @@ std::int64_t attention_params(std::int64_t h, std::int64_t heads, std::int64_t k
     throw FileError(where + ".kv_heads = " + std::to_string(kv) +
                     ": must divide heads = " + std::to_string(heads));
   const std::int64_t hkv = h / heads * kv;
-  std::int64_t p = 2 * mul(h, h, where) + 2 * mul(h, hkv, where);
-  if (bias) p += 2 * h + 2 * hkv;
-  return checked(p, where);
+  std::int64_t p = add(mul(2, h, h, where), mul(2, h, hkv, where), where);
+  if (bias) p = add(p, add(mul(2, h, where), mul(2, hkv, where), where), where);
+  return p;
 }
 
 std::int64_t mlp_params(std::int64_t h, std::int64_t f, bool gated, bool bias,
                         const std::string& where) {
-  std::int64_t p = (gated ? 3 : 2) * mul(h, f, where);
-  if (bias) p += (gated ? 2 * f : f) + h;
-  return checked(p, where);
+  std::int64_t p = mul(gated ? 3 : 2, h, f, where);
+  if (bias) p = add(p, add(mul(gated ? 2 : 1, f, where), h, where), where);
+  return p;
 }
 
 std::int64_t norm_params(const std::string& type, std::int64_t dim, const std::string& where) {
-  if (type == "layernorm" || type == "batchnorm") return 2 * dim;
+  if (type == "layernorm" || type == "batchnorm") return mul(2, dim, where);
   if (type == "rmsnorm") return dim;
   throw FileError(where + " = '" + type + "': expected layernorm, rmsnorm or batchnorm");
 }
@@ -143,7 +157,7 @@ std::int64_t norm_params(const std::string& type, std::int64_t dim, const std::s
 // Spatial size after a convolution or pooling window.
 std::int64_t conv_out(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t pad,
                       const std::string& where) {
-  const std::int64_t span = in + 2 * pad - k;
+  const std::int64_t span = add(in, mul(2, pad, where), where) - k;  // in, pad, k >= 0
   if (span < 0) throw FileError(where + ": kernel larger than the padded input");
   return span / s + 1;
 }
@@ -162,6 +176,7 @@ bool supports_tensor_parallel(LayerKind k) {
 
 std::int64_t Model::total_params() const {
   std::int64_t total = 0;
+  // parse_model checks that this sum fits in 64 bits.
   for (const Layer& l : layers) total += l.params * l.repeat;
   return total;
 }
@@ -180,12 +195,12 @@ DerivedLayer derive_layer(LayerKind kind, const json& shape, const std::string& 
       const bool bias = f.boolean("bias", true);
       const bool bn = f.boolean("batch_norm", false);
       const std::int64_t o = conv_out(hw, k, s, pad, where);
-      const std::int64_t macs_per_out = mul(cin, k * k, where);
-      d.params =
-          checked(mul(cout, macs_per_out, where) + (bias ? cout : 0) + (bn ? 2 * cout : 0), where);
-      d.act_in = mul(cin, hw * hw, where);
-      d.act_out = mul(cout, o * o, where);
-      d.flops = mul(2 * d.act_out, macs_per_out, where);
+      const std::int64_t macs_per_out = mul(cin, k, k, where);
+      d.params = add(mul(cout, macs_per_out, where),
+                     add(bias ? cout : 0, bn ? mul(2, cout, where) : 0, where), where);
+      d.act_in = mul(cin, hw, hw, where);
+      d.act_out = mul(cout, o, o, where);
+      d.flops = mul(2, d.act_out, macs_per_out, where);
       break;
     }
     case LayerKind::linear: {
@@ -193,10 +208,10 @@ DerivedLayer derive_layer(LayerKind kind, const json& shape, const std::string& 
       const std::int64_t out = f.required("out_features", 1);
       const std::int64_t tokens = f.integer("tokens", 1, 1);
       const bool bias = f.boolean("bias", true);
-      d.params = checked(mul(in, out, where) + (bias ? out : 0), where);
+      d.params = add(mul(in, out, where), bias ? out : 0, where);
       d.act_in = mul(tokens, in, where);
       d.act_out = mul(tokens, out, where);
-      d.flops = mul(2 * tokens, mul(in, out, where), where);
+      d.flops = mul(mul(2, tokens, where), mul(in, out, where), where);
       break;
     }
     case LayerKind::embedding: {
@@ -204,7 +219,7 @@ DerivedLayer derive_layer(LayerKind kind, const json& shape, const std::string& 
       const std::int64_t dim = f.required("dim", 1);
       const std::int64_t tokens = f.required("tokens", 1);
       const std::int64_t positions = f.integer("positions", 0, 0);
-      d.params = checked(mul(vocab, dim, where) + mul(positions, dim, where), where);
+      d.params = add(mul(vocab, dim, where), mul(positions, dim, where), where);
       d.act_in = tokens;
       d.act_out = mul(tokens, dim, where);
       d.flops = 0;
@@ -230,22 +245,23 @@ DerivedLayer derive_layer(LayerKind kind, const json& shape, const std::string& 
       if (kind != LayerKind::mlp) {
         const std::int64_t heads = f.required("heads", 1);
         const std::int64_t kv = f.integer("kv_heads", 1, heads);
-        p += attention_params(h, heads, kv, bias, where);
-        matmul += attention_params(h, heads, kv, false, where);
+        p = add(p, attention_params(h, heads, kv, bias, where), where);
+        matmul = add(matmul, attention_params(h, heads, kv, false, where), where);
         // Q K^T and attention x V: 2 s^2 h multiply-adds per sample.
-        attn_flops = 4 * mul(mul(seq, seq, where), h, where);
+        attn_flops = mul(mul(4, seq, seq, where), h, where);
       }
       if (kind != LayerKind::attention) {
         const std::int64_t ffn = f.required("ffn", 1);
         const bool gated = f.boolean("gated", false);
-        p += mlp_params(h, ffn, gated, bias, where);
-        matmul += mlp_params(h, ffn, gated, false, where);
+        p = add(p, mlp_params(h, ffn, gated, bias, where), where);
+        matmul = add(matmul, mlp_params(h, ffn, gated, false, where), where);
       }
       if (kind == LayerKind::transformer_block)
-        p += 2 * norm_params(f.text("norm", "layernorm"), h, where + ".norm");
-      d.params = checked(p, where);
+        p = add(p, mul(2, norm_params(f.text("norm", "layernorm"), h, where + ".norm"), where),
+                where);
+      d.params = p;
       d.act_in = d.act_out = mul(seq, h, where);
-      d.flops = checked(mul(2 * seq, matmul, where) + attn_flops, where);
+      d.flops = add(mul(2, seq, matmul, where), attn_flops, where);
       break;
     }
     case LayerKind::bottleneck: {
@@ -258,16 +274,24 @@ DerivedLayer derive_layer(LayerKind kind, const json& shape, const std::string& 
       const std::int64_t hw = f.required("input", 1);
       const bool ds = f.boolean("downsample", false);
       const std::int64_t o = conv_out(hw, 3, s, 1, where);
-      std::int64_t p = cin * mid + 2 * mid + 9 * mid * mid + 2 * mid + mid * cout + 2 * cout;
-      std::int64_t macs = cin * mid * hw * hw + (9 * mid * mid + mid * cout) * o * o;
+      // p = cin mid + 2 mid + 9 mid^2 + 2 mid + mid cout + 2 cout (+ cin cout + 2 cout)
+      // macs = cin mid hw^2 + (9 mid^2 + mid cout) o^2 (+ cin cout o^2)
+      const std::int64_t mid_sq9 = mul(9, mid, mid, where);
+      const std::int64_t mid_cout = mul(mid, cout, where);
+      std::int64_t p = add(mul(cin, mid, where), mul(4, mid, where), where);
+      p = add(p, add(mid_sq9, add(mid_cout, mul(2, cout, where), where), where), where);
+      const std::int64_t o2 = mul(o, o, where);
+      std::int64_t macs = add(mul(mul(cin, mid, where), mul(hw, hw, where), where),
+                              mul(add(mid_sq9, mid_cout, where), o2, where), where);
       if (ds) {
-        p += cin * cout + 2 * cout;
-        macs += cin * cout * o * o;
+        const std::int64_t cin_cout = mul(cin, cout, where);
+        p = add(p, add(cin_cout, mul(2, cout, where), where), where);
+        macs = add(macs, mul(cin_cout, o2, where), where);
       }
-      d.params = checked(p, where);
-      d.act_in = mul(cin, hw * hw, where);
-      d.act_out = mul(cout, o * o, where);
-      d.flops = checked(2 * macs, where);
+      d.params = p;
+      d.act_in = mul(cin, hw, hw, where);
+      d.act_out = mul(cout, o, o, where);
+      d.flops = mul(2, macs, where);
       break;
     }
   }
@@ -279,7 +303,8 @@ Model parse_model(const std::string& text, const std::string& file) {
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, or out_of_range for a number a double cannot hold (1e999).
     throw FileError(file + ": not valid JSON: " + e.what());
   }
   Fields top(doc, file);
@@ -355,12 +380,15 @@ Model parse_model(const std::string& text, const std::string& file) {
     f.finish();
     model.layers.push_back(std::move(l));
   }
+  std::int64_t total = 0;
+  for (const Layer& l : model.layers)
+    total = add(total, mul(l.params, l.repeat, file + ": layers (" + l.name + ")"),
+                file + ": total params");
   if (top.has("params")) {
     const std::int64_t given = top.integer("params", 0);
-    if (given != model.total_params())
+    if (given != total)
       throw FileError(file + ".params = " + std::to_string(given) +
-                      " disagrees with the layers, which sum to " +
-                      std::to_string(model.total_params()));
+                      " disagrees with the layers, which sum to " + std::to_string(total));
   }
   top.finish();
   return model;

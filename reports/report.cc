@@ -365,18 +365,23 @@ Report report_from_json(const Json& j, const std::string& file) {
   return rep;
 }
 
+Report parse_report(const std::string& text, const std::string& file) {
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::exception& e) {
+    // parse_error, or out_of_range for a number a double cannot hold (1e999).
+    throw FileError(file + ": invalid JSON: " + e.what());
+  }
+  return report_from_json(j, file);
+}
+
 Report read_report(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FileError(path + ": cannot open for reading");
   std::stringstream text;
   text << in.rdbuf();
-  Json j;
-  try {
-    j = Json::parse(text.str());
-  } catch (const Json::parse_error& e) {
-    throw FileError(path + ": invalid JSON: " + e.what());
-  }
-  return report_from_json(j, path);
+  return parse_report(text.str(), path);
 }
 
 std::string redop_column(Collective c, RedOp op) {

@@ -116,6 +116,9 @@ Json to_json(const Report& report);
 // FileError, also for JSON that is not a collkit report.
 Report report_from_json(const Json& j, const std::string& file);
 
+// Parses report JSON text; `file` names it in errors (FileError on any failure).
+Report parse_report(const std::string& text, const std::string& file);
+
 // Reads and parses `path` (FileError naming it on any failure).
 Report read_report(const std::string& path);
 

@@ -2,10 +2,14 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
+
 #include "algorithms/error.h"
 
 namespace collkit {
 namespace {
+
+constexpr double kMaxNpus = 1 << 30;
 
 [[noreturn]] void fail(const std::string& file, const std::string& field, const std::string& msg) {
   throw FileError(file + ": " + field + ": " + msg);
@@ -51,14 +55,19 @@ std::vector<Dim> parse_astra_dims(const std::string& text, const std::string& fi
   YAML::Node root;
   try {
     root = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
+  } catch (const YAML::Exception& e) {
+    // ParserException and its kin (DeepRecursion, ...) carry the position.
     throw FileError(file + ":" + std::to_string(e.mark.line + 1) + ":" +
                     std::to_string(e.mark.column + 1) + ": malformed YAML: " + e.msg);
   }
   if (!root.IsMap())
     fail(file, "(top level)", "expected a mapping with topology, npus_count, bandwidth, latency");
   for (const auto& kv : root) {
-    std::string key = kv.first.as<std::string>();
+    // A key may itself be a list or mapping (`[a]: 1`, `? {a: 1}`).
+    if (!kv.first.IsScalar())
+      fail(file, show(kv.first),
+           "unknown key; valid keys: topology, npus_count, bandwidth, latency");
+    std::string key = kv.first.Scalar();
     if (key != "topology" && key != "npus_count" && key != "bandwidth" && key != "latency") {
       fail(file, key, "unknown key; valid keys: topology, npus_count, bandwidth, latency");
     }
@@ -94,19 +103,25 @@ std::vector<Dim> parse_astra_dims(const std::string& text, const std::string& fi
            "unknown topology " + show(kinds[i]) + "; valid: Ring, FullyConnected, Switch");
     }
     double size = number(sizes[i], "npus_count" + at, file);
-    if (size < 1 || size != static_cast<double>(static_cast<std::int64_t>(size))) {
+    // Range first: converting NaN or a double beyond int64 to an integer is
+    // undefined behaviour.
+    if (!(size >= 1) || size != std::floor(size)) {
       fail(file, "npus_count" + at, "must be an integer >= 1, got " + show(sizes[i]));
     }
-    total *= static_cast<std::int64_t>(size);
-    if (total > (std::int64_t{1} << 30)) {
+    if (size > kMaxNpus || static_cast<double>(total) * size > kMaxNpus) {
       fail(file, "npus_count" + at, "more than 2^30 NPUs in total");
     }
+    total *= static_cast<std::int64_t>(size);
     d.size = static_cast<int>(size);
     double bw = number(bws[i], "bandwidth" + at, file);
-    if (!(bw > 0)) fail(file, "bandwidth" + at, "must be > 0 (GB/s), got " + show(bws[i]));
+    if (!(bw > 0) || !std::isfinite(bw * kAstraBytesPerGB))
+      fail(file, "bandwidth" + at, "must be > 0 and finite (GB/s), got " + show(bws[i]));
     d.link.bandwidth = bw * kAstraBytesPerGB;
     double lat = number(lats[i], "latency" + at, file);
     if (!(lat >= 0)) fail(file, "latency" + at, "must be >= 0 (ns), got " + show(lats[i]));
+    // As in JSON topologies: at most one second per link.
+    if (lat > 1e9)
+      fail(file, "latency" + at, "must be at most 1e9 (one second), got " + show(lats[i]));
     d.link.latency = lat * 1e-9;
     dims.push_back(d);
   }

@@ -1,5 +1,6 @@
 #include "topologies/builders.h"
 
+#include <cstddef>
 #include <string>
 
 namespace collkit {
@@ -67,8 +68,9 @@ void add_fat_tree(GraphTopology& g, const std::vector<Port>& hosts, int k, doubl
   const int half = k / 2;
   LinkProps uplink = link;
   uplink.bandwidth = link.bandwidth / oversubscription;
-  std::vector<int> core(half * half);
-  std::vector<int> edge(k * half), agg(k * half);
+  std::vector<int> core(static_cast<std::size_t>(half) * half);
+  std::vector<int> edge(static_cast<std::size_t>(k) * half),
+      agg(static_cast<std::size_t>(k) * half);
   for (int p = 0; p < k; ++p) {
     for (int j = 0; j < half; ++j) {
       edge[p * half + j] = g.add_node(cat("p", num(p), ".e", num(j)), true);
@@ -120,7 +122,8 @@ std::unique_ptr<GraphTopology> build_hierarchical(const HierarchicalSpec& spec) 
     }
   }
   for (int n = 0; n < nodes; ++n) {
-    std::vector<int> members(gpu.begin() + n * dev, gpu.begin() + (n + 1) * dev);
+    const std::ptrdiff_t first = static_cast<std::ptrdiff_t>(n) * dev;
+    std::vector<int> members(gpu.begin() + first, gpu.begin() + first + dev);
     connect_group(*g, members, spec.intra_kind, spec.intra, cat("n", num(n), ".nvs"));
   }
   if (nodes > 1) {

@@ -2,6 +2,7 @@
 // file, the field as a path like links[3].bandwidth_gbps, and the value) and
 // builds the implicit or graph topology the file describes.
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -24,6 +25,12 @@ constexpr std::int64_t kMaxRanks = std::int64_t{1} << 30;
 // (graph routing); one second per link keeps path sums far from overflow.
 constexpr double kMaxLatencyUs = 1e6;
 constexpr int kMaxFatTreeK = 128;
+// Generators that build an explicit graph (torus with shortest routing,
+// hierarchical) store every node and directed link; beyond 2^22 of either the
+// graph takes gigabytes and minutes to build, so the file is rejected up
+// front (the implicit forms, dims and dimension-order tori, have no limit but
+// kMaxRanks). A k = 128 fat tree, the largest allowed, has 3.1M links.
+constexpr double kMaxGraphElements = 4194304;  // 2^22
 
 const std::vector<std::string> kTopKeys = {"name", "description", "endpoint", "generator",
                                            "dims", "nodes",       "links",    "ranks"};
@@ -98,6 +105,10 @@ class Reader {
                    std::optional<double> def_gbps = std::nullopt) const {
     double gbps = number(obj, path, key, def_gbps, "bandwidth in GB/s, > 0");
     if (!(gbps > 0)) fail(field(path, key), "must be > 0 (GB/s), got " + show(obj.at(key)));
+    // 1e300 GB/s would overflow to an infinite bandwidth in bytes per second.
+    if (!std::isfinite(gbps * 1e9)) {
+      fail(field(path, key), "must be finite in bytes per second, got " + show(obj.at(key)));
+    }
     return gbps * 1e9;
   }
 
@@ -178,6 +189,9 @@ class Reader {
       if (!(us >= 0)) {
         fail(field(path, "overhead_us"), "must be >= 0 (microseconds), got " + show(*v));
       }
+      if (us > kMaxLatencyUs) {
+        fail(field(path, "overhead_us"), "must be at most 1e6 (one second), got " + show(*v));
+      }
       base.overhead = us * 1e-6;
     }
     if (find(obj, "reduce_gbps")) base.reduce_bw = bandwidth(obj, path, "reduce_gbps");
@@ -196,6 +210,30 @@ DimKind dim_kind(const std::string& s) {
 
 std::unique_ptr<Topology> product(std::vector<Dim> dims, EndpointProps ep) {
   return std::make_unique<ProductTopology>(std::move(dims), ep);
+}
+
+// Fails at `path` when a graph generator would build more than
+// kMaxGraphElements nodes or directed links (computed in double: no overflow).
+void check_graph_size(const Reader& rd, const std::string& path, double nodes, double links) {
+  if (nodes <= kMaxGraphElements && links <= kMaxGraphElements) return;
+  auto n = [](double v) { return std::to_string(static_cast<long long>(std::min(v, 9e18))); };
+  rd.fail(path, "the network would be built as a graph of " + n(nodes) + " nodes and " + n(links) +
+                    " directed links; at most 4194304 (2^22) of each (the dims form and "
+                    "dimension_order tori have no such limit)");
+}
+
+// Directed links of one group of `size` members joined as `kind`.
+double group_links(DimKind kind, double size) {
+  if (size <= 1) return 0;
+  switch (kind) {
+    case DimKind::kSwitch:
+      return 2 * size;
+    case DimKind::kFullyConnected:
+      return size * (size - 1);
+    case DimKind::kRing:
+      return size == 2 ? 2 : 2 * size;
+  }
+  return 0;
 }
 
 // Multiplies sizes, failing at `path` once the total passes kMaxRanks.
@@ -235,7 +273,13 @@ std::unique_ptr<Topology> generator(const Reader& rd, const json& gen, EndpointP
     }
     std::string routing =
         rd.choice(gen, p, "routing", {"dimension_order", "shortest"}, "dimension_order");
-    if (routing == "shortest") return build_product_graph(dims, ep);
+    if (routing == "shortest") {
+      double links = 0;
+      for (const Dim& d : dims)
+        links += static_cast<double>(total) / d.size * group_links(d.kind, d.size);
+      check_graph_size(rd, field(p, "shape"), static_cast<double>(total), links);
+      return build_product_graph(dims, ep);
+    }
     return product(dims, ep);
   }
   if (kind == "hypercube") {
@@ -337,6 +381,24 @@ std::unique_ptr<Topology> generator(const Reader& rd, const json& gen, EndpointP
     for (const char* key : {"nic_bandwidth_gbps", "nic_latency_us"}) {
       if (rd.find(gen, key)) rd.fail(field(p, key), "needs an inter fabric (nodes > 1)");
     }
+  }
+  {
+    const double n = spec.nodes, d = spec.devices_per_node, c = spec.nics_per_node;
+    double nodes = n * d + (spec.intra_kind == DimKind::kSwitch && d > 1 ? n : 0);
+    double links = n * group_links(spec.intra_kind, d);
+    if (spec.nodes > 1) {
+      nodes += 2 * n * c;
+      links += 2 * n * d;
+      if (spec.inter_kind == InterKind::kSwitch) {
+        nodes += spec.rail_optimized ? c : 1;
+        links += 2 * n * c;
+      } else {
+        const double k = spec.k > 0 ? spec.k : fat_tree_k_for(static_cast<int>(n * c));
+        nodes += 5 * k * k / 4;
+        links += 2 * n * c + 2 * k * k * k / 2;
+      }
+    }
+    check_graph_size(rd, p, nodes, links);
   }
   return build_hierarchical(spec);
 }
@@ -494,6 +556,10 @@ std::unique_ptr<Topology> parse_topology(const std::string& text, const std::str
     if (colon != std::string::npos) what = what.substr(colon + 2);
     throw FileError(file + ":" + std::to_string(line) + ":" + std::to_string(col) +
                     ": malformed JSON: " + what);
+  } catch (const json::exception& e) {
+    // Not a syntax error but a value JSON cannot hold, e.g. a number that
+    // overflows a double (1e999): nlohmann throws out_of_range.
+    throw FileError(file + ": malformed JSON: " + e.what());
   }
   Reader rd(file);
   rd.object(top, "");
