@@ -12,17 +12,22 @@ namespace collkit::cli {
 
 void add_bench_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "bench", "Measure collectives for real (launch under mpirun); nccl-tests flags and table");
+      "bench",
+      "Measure collectives for real: --backend mpi or nccl under mpirun, --backend cuda as one "
+      "process driving -g ranks on the visible GPUs; nccl-tests flags and table");
   auto a = std::make_shared<realrun::BenchArgs>();
   a->version = COLLKIT_VERSION;
   // Values stay text: run_bench parses them after MPI is up, so a bad value is
   // reported once (by rank 0) and ends the whole job, instead of every rank
-  // printing and exiting on its own.
-  cmd->add_option("--backend", a->backend, "Backend (mpi)");
+  // printing and exiting on its own. COLLKIT_FAULT_INJECT (test only) is
+  // described in docs/BENCH.md.
+  cmd->add_option("--backend", a->backend,
+                  "Backend: mpi (CPUs, under mpirun), nccl (one process per GPU, under mpirun), "
+                  "cuda (one process, all ranks; exits 2 without a CUDA device)");
   cmd->add_option("--collective", a->collective, "Collective");
   cmd->add_option("--algorithm", a->algorithms,
                   "Comma-separated algorithms (name or name:variant), 'native' for the MPI "
-                  "library's own, 'all' for every one (default)");
+                  "library's or NCCL's own, 'all' for every one (default)");
   cmd->add_option("-b,--minbytes", a->min_bytes, "Minimum size in bytes, K/M/G suffixes (32M)");
   cmd->add_option("-e,--maxbytes", a->max_bytes, "Maximum size in bytes (32M)");
   cmd->add_option("-f,--stepfactor", a->step_factor, "Multiply the size by this (1 = use -i)");
@@ -34,6 +39,11 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-o,--op", a->op, "Reduction op or 'all' (sum)");
   cmd->add_option("-r,--root", a->root, "Root rank (0)");
   cmd->add_option("-a,--average", a->average, "Time across ranks: 0 rank 0, 1 mean, 2 min, 3 max");
+  cmd->add_option("-T,--timeout", a->timeout,
+                  "Abort when one collective takes longer than this many seconds (0 = never)");
+  cmd->add_option("-g,--ranks", a->ranks,
+                  "--backend cuda: ranks, placed round-robin on the visible GPUs; more ranks "
+                  "than GPUs = virtual ranks (default: one per GPU)");
   cmd->add_option("--json", a->json_path, "Write the report (JSON) here, atomically");
   // A repeated flag takes its last value (as nccl-tests' getopt loop does)
   // rather than failing inside CLI11 on every rank before MPI is up.

@@ -1,6 +1,15 @@
+// `collkit bench` dispatch, and the two backends that run under mpirun: mpi
+// (the host executor over MPI point-to-point, native = the MPI library's
+// collectives) and nccl (one process per GPU: each step as grouped
+// ncclSend/ncclRecv plus the reduction kernels, native = NCCL's
+// collectives). The measurement loop, table and report are realrun/harness.h.
 #include "realrun/bench.h"
 
 #include "algorithms/error.h"
+#include "realrun/harness.h"
+#ifdef COLLKIT_HAVE_CUDA
+#include "realrun/device/cuda_bench.h"
+#endif
 
 #ifdef COLLKIT_HAVE_MPI
 
@@ -8,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -18,166 +28,25 @@
 #include <thread>
 #include <vector>
 
-#include "algorithms/error.h"
 #include "algorithms/registry.h"
 #include "realrun/check_data.h"
 #include "realrun/executor.h"
 #include "realrun/mpi_transport.h"
 #include "realrun/native_mpi.h"
 #include "reports/atomic_file.h"
-#include "reports/nccl_sizes.h"
 #include "reports/report.h"
-#include "reports/sweep.h"
-#include "reports/table.h"
+
+#ifdef COLLKIT_HAVE_NCCL_BACKEND
+#include <nccl.h>
+
+#include "realrun/device/cuda_util.h"
+#include "realrun/device/device_rank.h"
+#include "realrun/device/nccl_native.h"
+#include "realrun/device/reduce.h"
+#endif
 
 namespace collkit::realrun {
 namespace {
-
-constexpr char kNative[] = "native";
-
-enum class Average : int { rank0 = 0, mean = 1, min = 2, max = 3 };
-
-const char* to_string(Average a) {
-  switch (a) {
-    case Average::rank0:
-      return "rank0";
-    case Average::mean:
-      return "mean";
-    case Average::min:
-      return "min";
-    case Average::max:
-      return "max";
-  }
-  return "?";
-}
-
-// The validated options.
-struct BenchConfig {
-  Collective collective = Collective::all_reduce;
-  std::vector<std::string> algorithms;  // registered names and/or "native"
-  std::vector<std::int64_t> sizes;
-  std::int64_t min_bytes = 0, max_bytes = 0, step_factor = 1, step_bytes = 0;
-  int iters = 20, warmup = 1, check = 1, root = 0;
-  Average average = Average::mean;
-  std::vector<DataType> dtypes;
-  std::vector<RedOp> ops;
-  std::string json_path;
-};
-
-std::int64_t parse_int(const std::string& flag, const std::string& text, std::int64_t lo,
-                       std::int64_t hi) {
-  std::int64_t v = 0;
-  bool ok = !text.empty() && text.size() <= 12;
-  std::size_t i = 0;
-  const bool negative = ok && text[0] == '-';
-  if (negative) ++i;
-  ok = ok && i < text.size();
-  for (; ok && i < text.size(); ++i) {
-    ok = text[i] >= '0' && text[i] <= '9';
-    v = v * 10 + (text[i] - '0');
-  }
-  if (!ok) throw UsageError(flag + " '" + text + "': expected an integer");
-  if (negative) v = -v;
-  if (v < lo || v > hi)
-    throw UsageError(flag + " " + text + ": must be in " + std::to_string(lo) + ".." +
-                     std::to_string(hi));
-  return v;
-}
-
-BenchConfig parse_config(const BenchArgs& a, int ranks) {
-  if (!a.extras.empty()) {
-    std::string list;
-    for (const auto& e : a.extras) list += (list.empty() ? "" : " ") + e;
-    throw UsageError("unknown argument(s) for bench: " + list +
-                     " (flags: --backend --collective --algorithm -b -e -f -i -n -w -c -d -o -r "
-                     "-a --json)");
-  }
-  if (a.backend.empty()) throw UsageError("--backend is required (valid: mpi)");
-  if (a.backend != "mpi")
-    throw UsageError("--backend '" + a.backend + "' is not available here (valid: mpi)");
-  if (a.collective.empty()) throw UsageError("--collective is required");
-  BenchConfig cfg;
-  cfg.collective = parse_collective(a.collective);
-  const Collective c = cfg.collective;
-
-  cfg.min_bytes = parse_size("-b", a.min_bytes);
-  cfg.max_bytes = parse_size("-e", a.max_bytes);
-  cfg.step_factor = parse_int("-f", a.step_factor, 1, 1 << 20);
-  cfg.step_bytes = parse_size("-i", a.step_bytes);
-  cfg.sizes = sweep_sizes(cfg.min_bytes, cfg.max_bytes, cfg.step_factor, cfg.step_bytes);
-  // Barrier moves no data: one row, whatever the sizes.
-  if (c == Collective::barrier) cfg.sizes = {cfg.min_bytes};
-  cfg.iters = static_cast<int>(parse_int("-n", a.iters, 1, 1 << 30));
-  cfg.warmup = static_cast<int>(parse_int("-w", a.warmup, 0, 1 << 30));
-  cfg.check = static_cast<int>(parse_int("-c", a.check, 0, 1 << 20));
-  cfg.root = static_cast<int>(parse_int("-r", a.root, 0, 1 << 30));
-  if (cfg.root >= ranks)
-    throw UsageError("-r " + a.root + ": root is out of range for " + std::to_string(ranks) +
-                     " ranks (valid: 0.." + std::to_string(ranks - 1) + ")");
-  cfg.average = static_cast<Average>(parse_int("-a", a.average, 0, 3));
-  if (a.dtype == "all") {
-    cfg.dtypes.assign(std::begin(kAllDataTypes), std::end(kAllDataTypes));
-  } else {
-    cfg.dtypes = {parse_data_type(a.dtype)};
-  }
-  if (!is_reduction(c)) {
-    // The op means nothing to data movement: validate it, run once.
-    if (a.op != "all") parse_red_op(a.op);
-    cfg.ops = {RedOp::sum};
-  } else if (a.op == "all") {
-    cfg.ops.assign(std::begin(kAllRedOps), std::end(kAllRedOps));
-  } else {
-    cfg.ops = {parse_red_op(a.op)};
-  }
-
-  // "native" is ours; every other name must build a schedule at this p.
-  std::vector<std::string> names;
-  for (std::size_t start = 0;;) {
-    const std::size_t comma = a.algorithms.find(',', start);
-    const std::string name =
-        a.algorithms.substr(start, comma == std::string::npos ? comma : comma - start);
-    if (name == kNative) {
-      names.push_back(name);
-    } else if (name == "all") {
-      for (const std::string& n : expand_algorithms(c, "all")) names.push_back(n);
-      names.push_back(kNative);
-    } else {
-      for (const std::string& n : expand_algorithms(c, name)) names.push_back(n);
-    }
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  for (const std::string& n : names) {
-    if (n == kNative) continue;
-    ScheduleSpec spec;
-    spec.collective = c;
-    spec.algorithm = n;
-    spec.ranks = ranks;
-    spec.root = cfg.root;
-    make_schedule(spec);
-  }
-  for (const std::string& n : names)
-    if (std::find(cfg.algorithms.begin(), cfg.algorithms.end(), n) == cfg.algorithms.end())
-      cfg.algorithms.push_back(n);
-  cfg.json_path = a.json_path;
-  return cfg;
-}
-
-// FNV-1a over every flag's text: ranks launched with different flags would
-// otherwise run different collectives and hang in mismatched messages.
-std::uint64_t args_hash(const BenchArgs& a) {
-  std::uint64_t h = 1469598103934665603ull;
-  const auto add = [&](const std::string& s) {
-    for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
-    h = (h ^ 0xFF) * 1099511628211ull;  // separator: ("ab","c") != ("a","bc")
-  };
-  for (const std::string* s : {&a.backend, &a.collective, &a.algorithms, &a.min_bytes, &a.max_bytes,
-                               &a.step_factor, &a.step_bytes, &a.iters, &a.warmup, &a.check,
-                               &a.dtype, &a.op, &a.root, &a.average, &a.json_path})
-    add(*s);
-  for (const std::string& e : a.extras) add(e);
-  return h;
-}
 
 // Rank 0 reports a usage error and ends the job with exit code 2. The other
 // ranks have reached the same error (the flags are equal everywhere), so they
@@ -204,321 +73,453 @@ std::uint64_t args_hash(const BenchArgs& a) {
   std::_Exit(code);
 }
 
-// What one measurement runs: the executor over MPI, or MPI's own collective.
-class Runner {
+// The MPI side shared by the mpi and nccl backends: agreement, combining
+// times and counts on rank 0, and the host/pid table.
+class MpiBackendBase : public BenchBackend {
  public:
-  virtual ~Runner() = default;
-  virtual std::span<std::byte> input() const = 0;
-  virtual std::span<std::byte> output() const = 0;
-  virtual void run() = 0;
-};
+  MpiBackendBase(const BenchConfig& cfg, int rank, int ranks)
+      : cfg_(cfg), rank_(rank), ranks_(ranks) {}
+  int ranks() const override { return ranks_; }
+  int first_rank() const override { return rank_; }
+  int ranks_here() const override { return 1; }
 
-class ScheduleRunner final : public Runner {
- public:
-  ScheduleRunner(std::unique_ptr<Schedule> s, int rank, DataType t, RedOp op, bool in_place,
-                 MpiTransport& transport)
-      : schedule_(std::move(s)),
-        executor_(*schedule_, rank, t, op, in_place),
-        transport_(transport) {}
-  std::span<std::byte> input() const override { return executor_.input(); }
-  std::span<std::byte> output() const override { return executor_.output(); }
-  void run() override { executor_.run(transport_); }
+  std::string agree(const std::string& why) override {
+    int first = why.empty() ? ranks_ : rank_;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    if (first == ranks_) return "";
+    int len = static_cast<int>(why.size());
+    MPI_CHECK(MPI_Bcast(&len, 1, MPI_INT, first, MPI_COMM_WORLD));
+    std::string text = why;
+    text.resize(static_cast<std::size_t>(len));
+    MPI_CHECK(MPI_Bcast(text.data(), len, MPI_CHAR, first, MPI_COMM_WORLD));
+    return text;
+  }
 
- private:
-  std::unique_ptr<Schedule> schedule_;
-  Executor executor_;
-  MpiTransport& transport_;
-};
+  double combine_time(double time_us, Average average) override {
+    switch (average) {
+      case Average::rank0:
+        break;
+      case Average::mean:
+        MPI_CHECK(MPI_Reduce(rank_ == 0 ? MPI_IN_PLACE : &time_us, &time_us, 1, MPI_DOUBLE, MPI_SUM,
+                             0, MPI_COMM_WORLD));
+        time_us /= ranks_;
+        break;
+      case Average::min:
+        MPI_CHECK(MPI_Reduce(rank_ == 0 ? MPI_IN_PLACE : &time_us, &time_us, 1, MPI_DOUBLE, MPI_MIN,
+                             0, MPI_COMM_WORLD));
+        break;
+      case Average::max:
+        MPI_CHECK(MPI_Reduce(rank_ == 0 ? MPI_IN_PLACE : &time_us, &time_us, 1, MPI_DOUBLE, MPI_MAX,
+                             0, MPI_COMM_WORLD));
+        break;
+    }
+    return time_us;
+  }
 
-class NativeRunner final : public Runner {
- public:
-  template <typename... Args>
-  explicit NativeRunner(Args&&... args) : native_(std::forward<Args>(args)...) {}
-  std::span<std::byte> input() const override { return native_.input(); }
-  std::span<std::byte> output() const override { return native_.output(); }
-  void run() override { native_.run(); }
+  std::int64_t combine_wrong(std::int64_t wrong) override {
+    MPI_CHECK(MPI_Reduce(rank_ == 0 ? MPI_IN_PLACE : &wrong, &wrong, 1, MPI_INT64_T, MPI_SUM, 0,
+                         MPI_COMM_WORLD));
+    return wrong;
+  }
 
- private:
-  NativeCollective native_;
-};
+ protected:
+  struct HostInfo {
+    int hosts = 1;
+    Json devices = Json::array();
+  };
 
-struct Measurement {
-  std::string unavailable;  // non-empty: N/A, and why
-  double time_us = 0;
-  std::int64_t wrong = -1;
-};
+  // Every rank's host, pid and `what` (its device text) on rank 0.
+  HostInfo gather_hosts(const std::string& kind, const std::string& what) {
+    constexpr int kText = 256;
+    char name[MPI_MAX_PROCESSOR_NAME] = {};
+    int len = 0;
+    MPI_CHECK(MPI_Get_processor_name(name, &len));
+    std::vector<char> names(static_cast<std::size_t>(ranks_) * MPI_MAX_PROCESSOR_NAME);
+    MPI_CHECK(MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(),
+                         MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, MPI_COMM_WORLD));
+    char mine[kText] = {};
+    std::snprintf(mine, sizeof mine, "%s", what.c_str());
+    std::vector<char> whats(static_cast<std::size_t>(ranks_) * kText);
+    MPI_CHECK(MPI_Gather(mine, kText, MPI_CHAR, whats.data(), kText, MPI_CHAR, 0, MPI_COMM_WORLD));
+    int pid = static_cast<int>(getpid());
+    std::vector<int> pids(ranks_);
+    MPI_CHECK(MPI_Gather(&pid, 1, MPI_INT, pids.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
+    HostInfo info;
+    if (rank_ != 0) return info;
+    std::set<std::string> distinct;
+    for (int r = 0; r < ranks_; ++r) {
+      const std::string host(&names[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
+      distinct.insert(host);
+      Json d = {{"rank", r}, {"host", host}, {"pid", pids[r]}, {"kind", kind}};
+      const std::string text(&whats[static_cast<std::size_t>(r) * kText]);
+      if (!text.empty()) d["device_text"] = text;
+      info.devices.push_back(d);
+    }
+    info.hosts = static_cast<int>(distinct.size());
+    return info;
+  }
 
-class Bench {
- public:
-  Bench(const BenchConfig& cfg, int rank, int ranks)
-      : cfg_(cfg), rank_(rank), ranks_(ranks), transport_(MPI_COMM_WORLD) {}
+  static std::string mpi_library() {
+    char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+    int len = 0;
+    MPI_Get_library_version(text, &len);
+    std::string s(text, static_cast<std::size_t>(len));
+    const std::size_t nl = s.find_first_of(",\n");
+    return nl == std::string::npos ? s : s.substr(0, nl);
+  }
 
-  Measurement measure(const std::string& algorithm, const SizeMapping& size, DataType type,
-                      RedOp op, bool in_place);
-
- private:
-  std::unique_ptr<Runner> make_runner(const std::string& algorithm, std::int64_t count,
-                                      DataType type, RedOp op, bool in_place, std::string& na);
-  // Every rank's `why` is empty, or the first rank's non-empty one.
-  std::string agree(const std::string& why);
+  std::unique_ptr<Schedule> schedule_for(const std::string& algorithm, std::int64_t count,
+                                         DataType type) const {
+    ScheduleSpec spec;
+    spec.collective = cfg_.collective;
+    spec.algorithm = algorithm;
+    spec.ranks = ranks_;
+    spec.root = cfg_.root;
+    spec.count = count;
+    spec.elem_size = size_of(type);
+    return make_schedule(spec);
+  }
 
   const BenchConfig& cfg_;
   int rank_, ranks_;
+  HostInfo hosts_;
+};
+
+// ---- --backend mpi --------------------------------------------------------
+
+// What one measurement runs: the executor over MPI, or MPI's own collective.
+class MpiMeasurement final : public Measurement {
+ public:
+  MpiMeasurement(std::unique_ptr<Schedule> s, int rank, DataType t, RedOp op, bool in_place,
+                 MpiTransport& transport, const BenchConfig& cfg)
+      : schedule_(std::move(s)), cfg_(cfg), rank_(rank), ranks_(schedule_->ranks()) {
+    executor_ = std::make_unique<Executor>(*schedule_, rank, t, op, in_place);
+    input_ = executor_->input();
+    output_ = executor_->output();
+    run_ = [this, &transport] { executor_->run(transport); };
+    type_ = t;
+    op_ = op;
+    in_place_ = in_place;
+    count_ = schedule_->spec().count;
+  }
+  MpiMeasurement(const BenchConfig& cfg, int rank, int ranks, std::int64_t count, DataType t,
+                 RedOp op, bool in_place)
+      : cfg_(cfg), rank_(rank), ranks_(ranks) {
+    native_ = std::make_unique<NativeCollective>(cfg.collective, MPI_COMM_WORLD, cfg.root, count, t,
+                                                 op, in_place);
+    input_ = native_->input();
+    output_ = native_->output();
+    run_ = [this] { native_->run(); };
+    type_ = t;
+    op_ = op;
+    in_place_ = in_place;
+    count_ = count;
+  }
+
+  double time_us(int warmup, int iters, RunContext& ctx, const std::string& what) override {
+    // Timed runs use check data too: realistic values, no denormals.
+    if (!in_place_) poison(output_);
+    fill_check_input(cfg_.collective, type_, op_, ranks_, rank_, 0, input_);
+    for (int i = 0; i < warmup; ++i) run_once(ctx, what);
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    const double start = MPI_Wtime();
+    for (int i = 0; i < iters; ++i) run_once(ctx, what);
+    return (MPI_Wtime() - start) / iters * 1e6;
+  }
+
+  std::int64_t check(std::int64_t iter, RunContext& ctx, const std::string& what) override {
+    expected_.resize(output_.size());
+    // Poison first: in place the input lies inside the output.
+    poison(output_);
+    fill_check_input(cfg_.collective, type_, op_, ranks_, rank_, iter, input_);
+    run_once(ctx, what);
+    expected_output(cfg_.collective, type_, op_, ranks_, rank_, cfg_.root, count_, iter, expected_);
+    return count_wrong(type_, output_, expected_);
+  }
+
+ private:
+  void run_once(RunContext& ctx, const std::string& what) {
+    ctx.before_run();
+    Armed armed(*ctx.watchdog, what);
+    run_();
+  }
+
+  std::unique_ptr<Schedule> schedule_;
+  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<NativeCollective> native_;
+  const BenchConfig& cfg_;
+  int rank_, ranks_;
+  DataType type_ = DataType::float32;
+  RedOp op_ = RedOp::sum;
+  bool in_place_ = false;
+  std::int64_t count_ = 0;
+  std::span<std::byte> input_, output_;
+  std::function<void()> run_;
+  std::vector<std::byte> expected_;
+};
+
+class MpiBackend final : public MpiBackendBase {
+ public:
+  MpiBackend(const BenchConfig& cfg, int rank, int ranks)
+      : MpiBackendBase(cfg, rank, ranks), transport_(MPI_COMM_WORLD) {
+    hosts_ = gather_hosts("cpu", "");
+  }
+
+  std::string describe() override {
+    return std::to_string(ranks_) + " ranks on " + std::to_string(hosts_.hosts) + " host(s), " +
+           mpi_library();
+  }
+  std::vector<std::string> rank_lines() override {
+    std::vector<std::string> lines;
+    for (const auto& d : hosts_.devices) {
+      char line[512];
+      std::snprintf(line, sizeof line, "#  Rank %2d Pid %6d on %10s cpu", d["rank"].get<int>(),
+                    d["pid"].get<int>(), d["host"].get<std::string>().c_str());
+      lines.emplace_back(line);
+    }
+    return lines;
+  }
+
+  std::unique_ptr<Measurement> prepare(const std::string& algorithm, const SizeMapping& size,
+                                       DataType type, RedOp op, bool in_place,
+                                       std::string& unavailable) override {
+    const Collective c = cfg_.collective;
+    const std::int64_t count = size.spec_count;
+    if (algorithm == kNative) {
+      unavailable = in_place ? agree(native_in_place_unsupported(c)) : "";
+      if (!unavailable.empty()) return nullptr;
+      return std::make_unique<MpiMeasurement>(cfg_, rank_, ranks_, count, type, op, in_place);
+    }
+    std::unique_ptr<Schedule> s = schedule_for(algorithm, count, type);
+    if (in_place) {
+      unavailable =
+          agree(in_place_hazard(*s, rank_, in_place_layout(c, ranks_, rank_, cfg_.root, count)));
+      if (!unavailable.empty()) return nullptr;
+    }
+    return std::make_unique<MpiMeasurement>(std::move(s), rank_, type, op, in_place, transport_,
+                                            cfg_);
+  }
+
+  void report_extras(Json& extra) override {
+    extra["hosts"] = hosts_.hosts;
+    extra["devices"] = hosts_.devices;
+    extra["mpi_library"] = mpi_library();
+  }
+
+ private:
   MpiTransport transport_;
 };
 
-std::string Bench::agree(const std::string& why) {
-  int first = why.empty() ? ranks_ : rank_;
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-  if (first == ranks_) return "";
-  int len = static_cast<int>(why.size());
-  MPI_CHECK(MPI_Bcast(&len, 1, MPI_INT, first, MPI_COMM_WORLD));
-  std::string text = why;
-  text.resize(static_cast<std::size_t>(len));
-  MPI_CHECK(MPI_Bcast(text.data(), len, MPI_CHAR, first, MPI_COMM_WORLD));
-  return text;
+#ifdef COLLKIT_HAVE_NCCL_BACKEND
+// ---- --backend nccl -------------------------------------------------------
+
+// One GPU per process: device = local rank (OMPI_COMM_WORLD_LOCAL_RANK) modulo
+// the visible devices.
+int local_rank() {
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char* s = std::getenv(v)) return std::atoi(s);
+  return 0;
 }
 
-std::unique_ptr<Runner> Bench::make_runner(const std::string& algorithm, std::int64_t count,
-                                           DataType type, RedOp op, bool in_place,
-                                           std::string& na) {
-  const Collective c = cfg_.collective;
-  if (algorithm == kNative) {
-    na = in_place ? agree(native_in_place_unsupported(c)) : "";
-    if (!na.empty()) return nullptr;
-    return std::make_unique<NativeRunner>(c, MPI_COMM_WORLD, cfg_.root, count, type, op, in_place);
+class NcclMeasurement final : public Measurement {
+ public:
+  // A schedule (plan with steps) or native (io_plan, `native` true).
+  NcclMeasurement(std::unique_ptr<Schedule> s, CompiledPlan plan, bool native, std::int64_t count,
+                  ncclComm_t comm, int device, cudaStream_t stream, const BenchConfig& cfg)
+      : schedule_(std::move(s)),
+        plan_(std::move(plan)),
+        native_(native),
+        comm_(comm),
+        stream_(stream),
+        cfg_(cfg),
+        rank_(device, plan_),
+        dummy_(1, device),
+        count_(count) {
+    DeviceGuard g(device);
+    start_ = std::make_unique<CudaEvent>(device, true);
+    stop_ = std::make_unique<CudaEvent>(device, true);
   }
-  ScheduleSpec spec;
-  spec.collective = c;
-  spec.algorithm = algorithm;
-  spec.ranks = ranks_;
-  spec.root = cfg_.root;
-  spec.count = count;
-  spec.elem_size = size_of(type);
-  std::unique_ptr<Schedule> s = make_schedule(spec);
-  if (in_place) {
-    na = agree(in_place_hazard(*s, rank_, in_place_layout(c, ranks_, rank_, cfg_.root, count)));
-    if (!na.empty()) return nullptr;
-  }
-  return std::make_unique<ScheduleRunner>(std::move(s), rank_, type, op, in_place, transport_);
-}
 
-Measurement Bench::measure(const std::string& algorithm, const SizeMapping& size, DataType type,
-                           RedOp op, bool in_place) {
-  const Collective c = cfg_.collective;
-  Measurement m;
-  std::unique_ptr<Runner> runner =
-      make_runner(algorithm, size.spec_count, type, op, in_place, m.unavailable);
-  if (!runner) return m;
-
-  // Timed runs use check data too: realistic values, no denormals.
-  if (!in_place) poison(runner->output());
-  fill_check_input(c, type, op, ranks_, rank_, 0, runner->input());
-  for (int i = 0; i < cfg_.warmup; ++i) runner->run();
-  MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-  const double start = MPI_Wtime();
-  for (int i = 0; i < cfg_.iters; ++i) runner->run();
-  double time_us = (MPI_Wtime() - start) / cfg_.iters * 1e6;
-  switch (cfg_.average) {
-    case Average::rank0:
-      break;
-    case Average::mean:
-      MPI_CHECK(MPI_Reduce(rank_ == 0 ? MPI_IN_PLACE : &time_us, &time_us, 1, MPI_DOUBLE, MPI_SUM,
-                           0, MPI_COMM_WORLD));
-      time_us /= ranks_;
-      break;
-    case Average::min:
-      MPI_CHECK(MPI_Reduce(rank_ == 0 ? MPI_IN_PLACE : &time_us, &time_us, 1, MPI_DOUBLE, MPI_MIN,
-                           0, MPI_COMM_WORLD));
-      break;
-    case Average::max:
-      MPI_CHECK(MPI_Reduce(rank_ == 0 ? MPI_IN_PLACE : &time_us, &time_us, 1, MPI_DOUBLE, MPI_MAX,
-                           0, MPI_COMM_WORLD));
-      break;
-  }
-  m.time_us = time_us;
-
-  if (cfg_.check > 0) {
-    std::vector<std::byte> expected(runner->output().size());
-    std::int64_t wrong = 0;
-    for (int k = 1; k <= cfg_.check; ++k) {
-      // Poison first: in place the input lies inside the output.
-      poison(runner->output());
-      fill_check_input(c, type, op, ranks_, rank_, k, runner->input());
-      runner->run();
-      expected_output(c, type, op, ranks_, rank_, cfg_.root, size.spec_count, k, expected);
-      wrong += count_wrong(type, runner->output(), expected);
+  double time_us(int warmup, int iters, RunContext& ctx, const std::string& what) override {
+    DeviceGuard g(rank_.r.device());
+    rank_.r.fill_check(0, !plan_.in_place, stream_);
+    Armed armed(*ctx.watchdog, what);
+    for (int i = 0; i < warmup; ++i) {
+      ctx.before_run();
+      enqueue();
     }
-    MPI_CHECK(MPI_Reduce(rank_ == 0 ? MPI_IN_PLACE : &wrong, &wrong, 1, MPI_INT64_T, MPI_SUM, 0,
-                         MPI_COMM_WORLD));
-    m.wrong = wrong;
-  }
-  return m;
-}
-
-// One table row; when in place is not available its columns read N/A.
-std::string table_row(const ResultRow& oop, const ResultRow* ip, const std::string& type,
-                      const std::string& redop, int root) {
-  if (ip) return format_table_row(oop, *ip, type, redop, root);
-  std::string row = format_table_row(oop, oop, type, redop, root);
-  // Drop the in-place copy of the figures (the last four columns).
-  row.pop_back();
-  for (int col = 0; col < 4; ++col) {
-    const std::size_t end = row.find_last_not_of(' ');
-    row.resize(row.find_last_of(' ', end) + 1);
-    row.resize(row.find_last_not_of(' ') + 1);
-  }
-  // "  %7s  %6s  %6s  %6s" with N/A in each column.
-  return row + "      N/A     N/A     N/A     N/A\n";
-}
-
-struct HostInfo {
-  int hosts = 1;
-  Json devices = Json::array();
-};
-
-HostInfo gather_hosts(int rank, int ranks) {
-  char name[MPI_MAX_PROCESSOR_NAME] = {};
-  int len = 0;
-  MPI_CHECK(MPI_Get_processor_name(name, &len));
-  std::vector<char> names(static_cast<std::size_t>(ranks) * MPI_MAX_PROCESSOR_NAME);
-  MPI_CHECK(MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME,
-                       MPI_CHAR, 0, MPI_COMM_WORLD));
-  int pid = static_cast<int>(getpid());
-  std::vector<int> pids(ranks);
-  MPI_CHECK(MPI_Gather(&pid, 1, MPI_INT, pids.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
-  HostInfo info;
-  if (rank != 0) return info;
-  std::set<std::string> distinct;
-  for (int r = 0; r < ranks; ++r) {
-    const std::string host(&names[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
-    distinct.insert(host);
-    info.devices.push_back({{"rank", r}, {"host", host}, {"pid", pids[r]}, {"kind", "cpu"}});
-  }
-  info.hosts = static_cast<int>(distinct.size());
-  return info;
-}
-
-std::string mpi_library() {
-  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
-  int len = 0;
-  MPI_Get_library_version(text, &len);
-  std::string s(text, static_cast<std::size_t>(len));
-  const std::size_t nl = s.find_first_of(",\n");
-  return nl == std::string::npos ? s : s.substr(0, nl);
-}
-
-void run(const BenchConfig& cfg, const BenchArgs& args, int rank, int ranks, bool& any_wrong,
-         std::int64_t& total_wrong) {
-  const Collective c = cfg.collective;
-  const HostInfo hosts = gather_hosts(rank, ranks);
-  const bool print = rank == 0;
-  if (print) {
-    std::printf("# collkit bench --backend mpi: %s, %d ranks on %d host(s), %s\n",
-                std::string(to_string(c)).c_str(), ranks, hosts.hosts, mpi_library().c_str());
-    std::printf(
-        "#  minBytes %lld maxBytes %lld step: %lld(%s) warmup iters: %d iters: %d "
-        "validation: %d average: %s\n",
-        static_cast<long long>(cfg.min_bytes), static_cast<long long>(cfg.max_bytes),
-        static_cast<long long>(cfg.step_factor > 1 ? cfg.step_factor : cfg.step_bytes),
-        cfg.step_factor > 1 ? "factor" : "bytes", cfg.warmup, cfg.iters, cfg.check,
-        to_string(cfg.average));
-    std::printf("#\n");
-    for (const auto& d : hosts.devices)
-      std::printf("#  Rank %2d Pid %6d on %10s cpu\n", d["rank"].get<int>(), d["pid"].get<int>(),
-                  d["host"].get<std::string>().c_str());
-    std::fflush(stdout);
-  }
-
-  Report report;
-  report.collkit_version = args.version;
-  report.mode = ReportMode::measure;
-  report.backend = Backend::mpi;
-  report.ranks = ranks;
-  report.dtype = cfg.dtypes.front();
-  report.op = cfg.ops.front();
-  report.root = cfg.root;
-  const bool mixed = cfg.dtypes.size() > 1 || cfg.ops.size() > 1;
-  Json unavailable = Json::array();
-
-  Bench bench(cfg, rank, ranks);
-  for (const std::string& algorithm : cfg.algorithms) {
-    if (print) {
-      std::printf("#\n# collkit measure (mpi): %s, algorithm %s, %d ranks\n#\n%s",
-                  std::string(to_string(c)).c_str(), algorithm.c_str(), ranks,
-                  table_header().c_str());
-      std::fflush(stdout);
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    CUDA_CHECK(cudaEventRecord(start_->get(), stream_));
+    for (int i = 0; i < iters; ++i) {
+      ctx.before_run();
+      enqueue();
     }
-    double busbw_sum = 0;
-    int busbw_n = 0;
-    std::int64_t wrong = 0;
-    std::set<std::string> reasons;
-    for (DataType type : cfg.dtypes) {
-      for (RedOp op : cfg.ops) {
-        for (std::int64_t bytes : cfg.sizes) {
-          const SizeMapping size = map_size(c, bytes, size_of(type), ranks);
-          ResultRow rows[2];
-          bool have[2] = {false, false};
-          for (int ip = 0; ip < 2; ++ip) {
-            const Measurement m = bench.measure(algorithm, size, type, op, ip == 1);
-            if (!m.unavailable.empty()) {
-              reasons.insert(m.unavailable);
-              continue;
-            }
-            rows[ip] = make_row(c, algorithm, size, ranks, m.time_us, ip == 1, m.wrong);
-            if (mixed) {
-              rows[ip].dtype = type;
-              rows[ip].op = op;
-            }
-            have[ip] = true;
-            if (print) report.results.push_back(rows[ip]);
-            busbw_sum += rows[ip].busbw_gbps;
-            ++busbw_n;
-            if (m.wrong > 0) wrong += m.wrong;
-          }
-          if (print) {
-            std::printf(
-                "%s", table_row(rows[0], have[1] ? &rows[1] : nullptr, std::string(to_string(type)),
-                                redop_column(c, op), root_column(c, cfg.root))
-                          .c_str());
-            std::fflush(stdout);
-          }
+    CUDA_CHECK(cudaEventRecord(stop_->get(), stream_));
+    CUDA_CHECK(cudaEventSynchronize(stop_->get()));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start_->get(), stop_->get()));
+    return static_cast<double>(ms) * 1e3 / iters;
+  }
+
+  std::int64_t check(std::int64_t iter, RunContext& ctx, const std::string& what) override {
+    DeviceGuard g(rank_.r.device());
+    rank_.r.fill_check(iter, true, stream_);
+    Armed armed(*ctx.watchdog, what);
+    ctx.before_run();
+    enqueue();
+    rank_.r.reset_wrong(stream_);
+    rank_.r.enqueue_check(iter, cfg_.root, count_, stream_);
+    return rank_.r.wrong(stream_);
+  }
+
+ private:
+  // One run of the collective, enqueued on the stream.
+  void enqueue() {
+    const AreaBases& b = rank_.r.bases();
+    if (native_) {
+      nccl_native_enqueue(plan_.collective, comm_, plan_.rank, plan_.ranks, cfg_.root, count_,
+                          plan_.type, plan_.op, rank_.r.input(), rank_.r.output(), stream_);
+      nccl_native_finish(plan_.collective, plan_.rank, plan_.ranks, cfg_.root, count_, plan_.type,
+                         plan_.op, rank_.r.output(), stream_);
+      return;
+    }
+    for (const PlanStep& s : plan_.steps) {
+      if (s.sends + s.recvs > 0) {
+        NCCL_CHECK(ncclGroupStart());
+        // NCCL skips zero-byte point-to-point operations, so a barrier's
+        // messages carry one byte (from/to a scratch byte) to keep their
+        // synchronisation.
+        for (std::uint32_t i = 0; i < s.recvs; ++i) {
+          const PlanMessage& m = plan_.recvs[s.first_recv + i];
+          const bool empty = m.ref.bytes == 0;
+          NCCL_CHECK(ncclRecv(empty ? dummy_.data() : b.at(m.ref),
+                              empty ? 1 : static_cast<std::size_t>(m.ref.bytes), ncclInt8, m.peer,
+                              comm_, stream_));
+        }
+        for (std::uint32_t i = 0; i < s.sends; ++i) {
+          const PlanMessage& m = plan_.sends[s.first_send + i];
+          const bool empty = m.ref.bytes == 0;
+          NCCL_CHECK(ncclSend(empty ? dummy_.data() : b.at(m.ref),
+                              empty ? 1 : static_cast<std::size_t>(m.ref.bytes), ncclInt8, m.peer,
+                              comm_, stream_));
+        }
+        NCCL_CHECK(ncclGroupEnd());
+      }
+      for (std::uint32_t i = 0; i < s.locals; ++i) {
+        const PlanLocal& l = plan_.locals[s.first_local + i];
+        if (l.src.bytes == 0) continue;
+        if (l.reduce) {
+          device_reduce(plan_.type, plan_.op, b.at(l.dst), b.at(l.src),
+                        l.src.bytes / plan_.elem_size, stream_,
+                        l.has_also ? b.at(l.also) : nullptr);
+        } else if (l.src.area != l.dst.area || l.src.offset != l.dst.offset) {
+          CUDA_CHECK(cudaMemcpyAsync(b.at(l.dst), b.at(l.src),
+                                     static_cast<std::size_t>(l.src.bytes),
+                                     cudaMemcpyDeviceToDevice, stream_));
         }
       }
     }
-    if (print) {
-      for (const std::string& why : reasons) {
-        std::printf("# in-place: N/A (%s)\n", why.c_str());
-        unavailable.push_back({{"algorithm", algorithm}, {"reason", why}});
-      }
-      std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(wrong),
-                  wrong == 0 ? "OK" : "FAILED");
-      std::printf("# Avg bus bandwidth    : %g\n", busbw_n ? busbw_sum / busbw_n : 0.0);
-      std::fflush(stdout);
+    if (plan_.finishes_avg())
+      device_finish_avg(plan_.type, rank_.r.output(), plan_.output_bytes / plan_.elem_size,
+                        plan_.ranks, stream_);
+  }
+
+  // DeviceRank keeps a pointer to the plan: constructed after plan_.
+  struct Holder {
+    Holder(int device, const CompiledPlan& p) : r(p, device) {}
+    DeviceRank r;
+  };
+  std::unique_ptr<Schedule> schedule_;
+  CompiledPlan plan_;
+  bool native_;
+  ncclComm_t comm_;
+  cudaStream_t stream_;
+  const BenchConfig& cfg_;
+  Holder rank_;
+  DeviceBuffer dummy_;
+  std::int64_t count_;
+  std::unique_ptr<CudaEvent> start_, stop_;
+};
+
+class NcclBackend final : public MpiBackendBase {
+ public:
+  NcclBackend(const BenchConfig& cfg, int rank, int ranks) : MpiBackendBase(cfg, rank, ranks) {
+    const int devices = cuda_device_count();
+    device_ = local_rank() % devices;
+    CUDA_CHECK(cudaSetDevice(device_));
+    info_ = device_info(device_);
+    ncclUniqueId id;
+    if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+    MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
+    NCCL_CHECK(ncclCommInitRank(&comm_, ranks_, id, rank_));
+    stream_ = std::make_unique<CudaStream>(device_);
+    hosts_ = gather_hosts(
+        "gpu", "device " + std::to_string(device_) + " [" + info_.pci_bus_id + "] " + info_.name);
+  }
+  ~NcclBackend() override {
+    if (comm_) ncclCommDestroy(comm_);
+  }
+
+  std::string describe() override {
+    return std::to_string(ranks_) + " ranks on " + std::to_string(hosts_.hosts) + " host(s), " +
+           "CUDA driver " + cuda_version_text(cuda_driver_version()) + " runtime " +
+           cuda_version_text(cuda_runtime_version()) + ", NCCL " + nccl_version_text() + ", " +
+           mpi_library();
+  }
+  std::vector<std::string> rank_lines() override {
+    std::vector<std::string> lines;
+    for (const auto& d : hosts_.devices) {
+      char line[512];
+      std::snprintf(line, sizeof line, "#  Rank %2d Group  0 Pid %6d on %10s %s",
+                    d["rank"].get<int>(), d["pid"].get<int>(), d["host"].get<std::string>().c_str(),
+                    d.value("device_text", std::string()).c_str());
+      lines.push_back(line);
     }
-    total_wrong += wrong;
+    return lines;
   }
-  any_wrong = total_wrong > 0;
 
-  if (print) {
-    report.best = compute_best(report.results);
-    report.extra["hosts"] = hosts.hosts;
-    report.extra["devices"] = hosts.devices;
-    report.extra["iters"] = cfg.iters;
-    report.extra["warmup"] = cfg.warmup;
-    report.extra["check_iters"] = cfg.check;
-    report.extra["average"] = to_string(cfg.average);
-    report.extra["mpi_library"] = mpi_library();
-    report.extra["in_place_unavailable"] = unavailable;
-    std::printf("#\n%s", format_best_summary(report).c_str());
-    std::fflush(stdout);
-    if (!cfg.json_path.empty()) write_file_atomic(cfg.json_path, report_json_text(report));
+  std::unique_ptr<Measurement> prepare(const std::string& algorithm, const SizeMapping& size,
+                                       DataType type, RedOp op, bool in_place,
+                                       std::string& unavailable) override {
+    const Collective c = cfg_.collective;
+    const std::int64_t count = size.spec_count;
+    if (algorithm == kNative) {
+      unavailable = agree(nccl_native_unsupported(c, in_place));
+      if (!unavailable.empty()) return nullptr;
+      return std::make_unique<NcclMeasurement>(
+          nullptr, io_plan(c, ranks_, rank_, cfg_.root, count, type, op, in_place), true, count,
+          comm_, device_, stream_->get(), cfg_);
+    }
+    std::unique_ptr<Schedule> s = schedule_for(algorithm, count, type);
+    if (in_place) {
+      unavailable =
+          agree(in_place_hazard(*s, rank_, in_place_layout(c, ranks_, rank_, cfg_.root, count)));
+      if (!unavailable.empty()) return nullptr;
+    }
+    CompiledPlan plan = compile_plan(*s, rank_, type, op, in_place);
+    return std::make_unique<NcclMeasurement>(std::move(s), std::move(plan), false, count, comm_,
+                                             device_, stream_->get(), cfg_);
   }
-}
 
-}  // namespace
+  void report_extras(Json& extra) override {
+    extra["hosts"] = hosts_.hosts;
+    extra["devices"] = hosts_.devices;
+    extra["mpi_library"] = mpi_library();
+    extra["cuda_driver_version"] = cuda_version_text(cuda_driver_version());
+    extra["cuda_runtime_version"] = cuda_version_text(cuda_runtime_version());
+    extra["nccl_version"] = nccl_version_text();
+  }
 
-void run_bench(const BenchArgs& args) {
+ private:
+  int device_ = 0;
+  DeviceInfo info_;
+  ncclComm_t comm_ = nullptr;
+  std::unique_ptr<CudaStream> stream_;
+};
+#endif  // COLLKIT_HAVE_NCCL_BACKEND
+
+void run_mpi_bench(const BenchArgs& args) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) MPI_Init(nullptr, nullptr);
@@ -538,17 +539,43 @@ void run_bench(const BenchArgs& args) {
                 "the same command line");
 
   BenchConfig cfg;
+  FaultInjector faults;
   try {
     cfg = parse_config(args, ranks);
+    faults = FaultInjector::from_environment();
+    if (cfg.backend == Backend::cuda)
+      throw UsageError("--backend cuda is one process driving every rank: run it without mpirun");
+#ifdef COLLKIT_HAVE_NCCL_BACKEND
+    if (cfg.backend == Backend::nccl) {
+      const std::string problem = cuda_device_problem();
+      if (!problem.empty()) throw UsageError(problem);
+    }
+#else
+    if (cfg.backend == Backend::nccl)
+      throw UsageError(
+          "--backend 'nccl' is not available in this build (it needs CUDA, NCCL and MPI; "
+          "configure with COLLKIT_WITH_CUDA=ON, COLLKIT_WITH_MPI=ON and NCCL installed)");
+#endif
     if (rank == 0 && !cfg.json_path.empty()) check_writable(cfg.json_path);
   } catch (const Error& e) {
     usage_abort(rank, e.what());
   }
   // A rank-0-only failure (check_writable) aborted above; the rest is shared.
-  bool any_wrong = false;
   std::int64_t total_wrong = 0;
   try {
-    run(cfg, args, rank, ranks, any_wrong, total_wrong);
+    Watchdog watchdog(cfg.timeout_s, [rank](const std::string& what) {
+      std::fprintf(stderr, "collkit bench: rank %d: error: %s\n", rank, what.c_str());
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+      std::_Exit(1);
+    });
+    RunContext ctx{&watchdog, &faults, rank, 1};
+    std::unique_ptr<BenchBackend> backend;
+#ifdef COLLKIT_HAVE_NCCL_BACKEND
+    if (cfg.backend == Backend::nccl) backend = std::make_unique<NcclBackend>(cfg, rank, ranks);
+#endif
+    if (!backend) backend = std::make_unique<MpiBackend>(cfg, rank, ranks);
+    total_wrong = run_harness(cfg, args, *backend, ctx);
   } catch (const UsageError& e) {
     usage_abort(rank, e.what());
   } catch (const Error& e) {
@@ -557,21 +584,50 @@ void run_bench(const BenchArgs& args) {
     runtime_abort(rank, e.what(), 1);
   }
   MPI_Finalize();
-  if (any_wrong && rank == 0)
+  if (total_wrong > 0 && rank == 0)
     throw RuntimeFailure(std::to_string(total_wrong) +
                          " wrong element(s) in the correctness checks (see #wrong)");
+}
+
+}  // namespace
+
+void run_bench(const BenchArgs& args) {
+  // The cuda backend is one process with no MPI at all.
+  if (args.backend == "cuda") {
+#ifdef COLLKIT_HAVE_CUDA
+    run_cuda_bench(args);
+    return;
+#else
+    throw UsageError(
+        "this collkit was built without CUDA (COLLKIT_WITH_CUDA=OFF): bench --backend cuda is "
+        "unavailable");
+#endif
+  }
+  run_mpi_bench(args);
 }
 
 }  // namespace collkit::realrun
 
 #else  // !COLLKIT_HAVE_MPI
 
+#include <string>
+
 namespace collkit::realrun {
 
-void run_bench(const BenchArgs&) {
-  throw UsageError(
-      "this collkit was built without MPI (COLLKIT_WITH_MPI=OFF): "
-      "bench --backend mpi is unavailable");
+void run_bench(const BenchArgs& args) {
+  if (args.backend == "cuda") {
+#ifdef COLLKIT_HAVE_CUDA
+    run_cuda_bench(args);
+    return;
+#else
+    throw UsageError(
+        "this collkit was built without CUDA (COLLKIT_WITH_CUDA=OFF): bench --backend cuda is "
+        "unavailable");
+#endif
+  }
+  parse_bench_backend(args.backend);  // an unknown name is reported as such
+  throw UsageError("this collkit was built without MPI (COLLKIT_WITH_MPI=OFF): bench --backend " +
+                   args.backend + " is unavailable");
 }
 
 }  // namespace collkit::realrun

@@ -1,6 +1,8 @@
-// `collkit bench --backend mpi`: nccl-tests' measurement loop over the real
-// executor (every registered algorithm) and the MPI library's own collectives
-// ("native"), launched under mpirun. docs/BENCH.md is the user reference.
+// `collkit bench`: nccl-tests' measurement loop over the real executors
+// (every registered algorithm) and the vendor's own collectives ("native"):
+// --backend mpi (CPUs, under mpirun), nccl (one process per GPU, under
+// mpirun) and cuda (one process driving every rank on the visible GPUs).
+// docs/BENCH.md is the user reference; realrun/harness.h the shared loop.
 #pragma once
 
 #include <string>
@@ -9,7 +11,8 @@
 namespace collkit::realrun {
 
 // The command line as text: every value is parsed (and every error reported)
-// by run_bench, after MPI is up, so that only rank 0 prints it.
+// by run_bench, after MPI is up where there is MPI, so that only rank 0
+// prints it.
 struct BenchArgs {
   std::string version;  // collkit's, for the report
   std::string backend;
@@ -28,16 +31,19 @@ struct BenchArgs {
   std::string root = "0";           // -r
   std::string average = "1";        // -a: 0 rank 0, 1 mean, 2 min, 3 max
   std::string json_path;            // --json
+  std::string timeout = "0";        // -T: seconds per collective, 0 = none
+  std::string ranks;                // -g/--ranks: ranks of the cuda backend
   std::vector<std::string> extras;  // arguments the command line did not recognise
 };
 
-// Runs the benchmark on this MPI rank (initialising and finalising MPI) and
-// prints the tables on rank 0, which also writes --json atomically. Bad input
-// on any rank: rank 0 prints one line and the job ends with MPI_Abort(2),
-// never a hang; likewise ranks started with different flags. A failure during
-// the run aborts with the error's exit code. Returns normally when every
-// element checked was right; otherwise rank 0 throws RuntimeFailure (exit 1)
-// after MPI_Finalize and the other ranks return.
+// mpi and nccl: runs the benchmark on this MPI rank (initialising and
+// finalising MPI) and prints the tables on rank 0, which also writes --json
+// atomically. Bad input on any rank: rank 0 prints one line and the job ends
+// with MPI_Abort(2), never a hang; likewise ranks started with different
+// flags. A failure during the run aborts with the error's exit code.
+// cuda: one process, no MPI; no device is a UsageError (exit 2, "no CUDA
+// device"). Returns normally when every element checked was right;
+// otherwise (rank 0) throws RuntimeFailure (exit 1).
 void run_bench(const BenchArgs& args);
 
 }  // namespace collkit::realrun

@@ -198,7 +198,8 @@ std::int64_t count_wrong(DataType type, std::span<const std::byte> actual,
 void poison(std::span<std::byte> buffer) {
   // 0x7F7F... is far outside every check value for every type (a large
   // integer, a float near 3.4e38, a half/bfloat16 NaN or huge value).
-  std::memset(buffer.data(), 0x7F, buffer.size());
+  // An empty span may have a null pointer, which memset must not get.
+  if (!buffer.empty()) std::memset(buffer.data(), 0x7F, buffer.size());
 }
 
 }  // namespace collkit::realrun

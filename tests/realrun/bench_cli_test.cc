@@ -9,6 +9,9 @@
 #include <string>
 
 #include "reports/report.h"
+#ifdef COLLKIT_HAVE_CUDA
+#include "realrun/device/cuda_util.h"
+#endif
 
 namespace collkit {
 namespace {
@@ -84,9 +87,30 @@ TEST_F(BenchCliTest, UnknownNames) {
                      "unknown algorithm 'nope' for all_reduce");
   expect_usage_error(bench(2, "--collective all_reduce -d float33"), "unknown data type");
   expect_usage_error(bench(2, "--collective all_reduce -n x"), "-n 'x': expected an integer");
+  expect_usage_error(bench(2, "--collective all_reduce -T x"), "-T 'x': expected an integer");
+  expect_usage_error(bench(2, "--collective all_reduce -g 4"),
+                     "-g/--ranks 4: only --backend cuda takes a rank count");
+  expect_usage_error("mpirun --oversubscribe -np 2 " COLLKIT_BINARY
+                     " bench --backend bogus --collective all_reduce",
+                     "--backend 'bogus' is not available here (valid: mpi, nccl, cuda)");
+  expect_usage_error(
+      "env COLLKIT_FAULT_INJECT=rank=1,action=boom mpirun --oversubscribe -np 2 " COLLKIT_BINARY
+      " bench --backend mpi --collective all_reduce",
+      "unknown action 'boom'");
+}
+
+// Without CUDA, NCCL or a device, --backend nccl ends the job with exit 2
+// and says which of them is missing.
+TEST_F(BenchCliTest, NcclBackendWithoutItsPieces) {
+#if defined(COLLKIT_HAVE_NCCL_BACKEND)
+  if (realrun::cuda_device_problem().empty()) GTEST_SKIP() << "a CUDA device is present";
+  const std::string message = "no CUDA device: cudaGetDeviceCount";
+#else
+  const std::string message = "--backend 'nccl' is not available";
+#endif
   expect_usage_error("mpirun --oversubscribe -np 2 " COLLKIT_BINARY
                      " bench --backend nccl --collective all_reduce",
-                     "--backend 'nccl' is not available");
+                     message);
 }
 
 TEST_F(BenchCliTest, RanksWithDifferentFlags) {

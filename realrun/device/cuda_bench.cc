@@ -1,0 +1,364 @@
+#include "realrun/device/cuda_bench.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/error.h"
+#include "algorithms/registry.h"
+#include "realrun/device/cuda_streams.h"
+#include "realrun/device/cuda_util.h"
+#include "realrun/device/device_rank.h"
+#include "realrun/harness.h"
+#include "realrun/multirank.h"
+#include "reports/atomic_file.h"
+#ifdef COLLKIT_HAVE_NCCL
+#include "realrun/device/nccl_native.h"
+#endif
+
+namespace collkit::realrun {
+namespace {
+
+// The per-rank device buffers and the timing scaffolding shared by the
+// schedule and native measurements.
+class CudaMeasurementBase : public Measurement {
+ public:
+  CudaMeasurementBase(std::vector<CompiledPlan> plans, const std::vector<int>& rank_device,
+                      int root, std::int64_t count)
+      : plans_(std::move(plans)), root_(root), count_(count) {
+    for (std::size_t r = 0; r < plans_.size(); ++r)
+      ranks_.push_back(std::make_unique<DeviceRank>(plans_[r], rank_device[r]));
+  }
+
+  double time_us(int warmup, int iters, RunContext& ctx, const std::string& what) override {
+    const int p = static_cast<int>(plans_.size());
+    for (int r = 0; r < p; ++r) ranks_[r]->fill_check(0, !plans_[r].in_place, stream(r));
+    Armed armed(*ctx.watchdog, what);
+    for (int i = 0; i < warmup; ++i) {
+      ctx.before_run();
+      enqueue();
+    }
+    DeviceGuard g(ranks_[0]->device());
+    cudaStream_t main = main_stream();
+    join(main);
+    CUDA_CHECK(cudaEventRecord(start_->get(), main));
+    start_all(start_->get());
+    for (int i = 0; i < iters; ++i) {
+      ctx.before_run();
+      enqueue();
+    }
+    join(main);
+    CUDA_CHECK(cudaEventRecord(stop_->get(), main));
+    CUDA_CHECK(cudaEventSynchronize(stop_->get()));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start_->get(), stop_->get()));
+    return static_cast<double>(ms) * 1e3 / iters;
+  }
+
+  std::int64_t check(std::int64_t iter, RunContext& ctx, const std::string& what) override {
+    const int p = static_cast<int>(plans_.size());
+    for (int r = 0; r < p; ++r) ranks_[r]->fill_check(iter, true, stream(r));
+    Armed armed(*ctx.watchdog, what);
+    ctx.before_run();
+    enqueue();
+    for (int r = 0; r < p; ++r) {
+      ranks_[r]->reset_wrong(stream(r));
+      ranks_[r]->enqueue_check(iter, root_, count_, stream(r));
+    }
+    std::int64_t wrong = 0;
+    for (int r = 0; r < p; ++r) wrong += ranks_[r]->wrong(stream(r));
+    return wrong;
+  }
+
+ protected:
+  virtual cudaStream_t stream(int rank) = 0;
+  virtual cudaStream_t main_stream() = 0;
+  virtual void enqueue() = 0;
+  virtual void join(cudaStream_t main) = 0;
+  virtual void start_all(cudaEvent_t start) = 0;
+  void make_events() {
+    DeviceGuard g(ranks_[0]->device());
+    start_ = std::make_unique<CudaEvent>(ranks_[0]->device(), true);
+    stop_ = std::make_unique<CudaEvent>(ranks_[0]->device(), true);
+  }
+
+  std::vector<CompiledPlan> plans_;
+  std::vector<std::unique_ptr<DeviceRank>> ranks_;
+  int root_;
+  std::int64_t count_;
+  std::unique_ptr<CudaEvent> start_, stop_;
+};
+
+class ScheduleMeasurement final : public CudaMeasurementBase {
+ public:
+  ScheduleMeasurement(std::unique_ptr<Schedule> schedule, std::vector<CompiledPlan> plans,
+                      const std::vector<int>& rank_device, int root, std::int64_t count)
+      : CudaMeasurementBase(std::move(plans), rank_device, root, count),
+        schedule_(std::move(schedule)) {
+    for (const CompiledPlan& p : plans_) plan_ptrs_.push_back(&p);
+    for (const auto& r : ranks_) bases_.push_back(r->bases());
+    engine_ = std::make_unique<CudaStreams>(rank_device);
+    program_ = compile_multirank(plan_ptrs_, &CudaStreams::can_read, engine_.get());
+    engine_->set_events(program_.event_stream);
+    main_ = std::make_unique<CudaStream>(rank_device[0]);
+    make_events();
+  }
+
+ protected:
+  cudaStream_t stream(int rank) override { return engine_->stream(rank); }
+  cudaStream_t main_stream() override { return main_->get(); }
+  void enqueue() override { replay(program_, plan_ptrs_, bases_, *engine_); }
+  void join(cudaStream_t main) override { engine_->join_into(main); }
+  void start_all(cudaEvent_t start) override { engine_->all_wait(start); }
+
+ private:
+  std::unique_ptr<Schedule> schedule_;
+  std::vector<const CompiledPlan*> plan_ptrs_;
+  std::vector<AreaBases> bases_;
+  MultiRankProgram program_;
+  std::unique_ptr<CudaStreams> engine_;
+  std::unique_ptr<CudaStream> main_;
+};
+
+#ifdef COLLKIT_HAVE_NCCL
+// ncclCommInitAll over ranks on distinct GPUs, made once per bench run.
+class NcclWorld {
+ public:
+  explicit NcclWorld(const std::vector<int>& devices) : devices_(devices), comms_(devices.size()) {
+    NCCL_CHECK(ncclCommInitAll(comms_.data(), static_cast<int>(devices.size()), devices_.data()));
+    for (int d : devices_) streams_.push_back(std::make_unique<CudaStream>(d));
+  }
+  ~NcclWorld() {
+    for (ncclComm_t c : comms_)
+      if (c) ncclCommDestroy(c);
+  }
+  ncclComm_t comm(int r) const { return comms_[r]; }
+  cudaStream_t stream(int r) const { return streams_[r]->get(); }
+  int size() const { return static_cast<int>(devices_.size()); }
+
+ private:
+  std::vector<int> devices_;
+  std::vector<ncclComm_t> comms_;
+  std::vector<std::unique_ptr<CudaStream>> streams_;
+};
+
+class NativeMeasurement final : public CudaMeasurementBase {
+ public:
+  NativeMeasurement(NcclWorld& world, Collective c, std::vector<CompiledPlan> plans,
+                    const std::vector<int>& rank_device, int root, std::int64_t count)
+      : CudaMeasurementBase(std::move(plans), rank_device, root, count), world_(world), c_(c) {
+    main_ = std::make_unique<CudaStream>(rank_device[0]);
+    for (int d : rank_device) joins_.push_back(std::make_unique<CudaEvent>(d, false));
+    make_events();
+  }
+
+ protected:
+  cudaStream_t stream(int rank) override { return world_.stream(rank); }
+  cudaStream_t main_stream() override { return main_->get(); }
+  void enqueue() override {
+    const int p = world_.size();
+    NCCL_CHECK(ncclGroupStart());
+    for (int r = 0; r < p; ++r) {
+      const CompiledPlan& pl = plans_[r];
+      nccl_native_enqueue(c_, world_.comm(r), r, p, root_, count_, pl.type, pl.op,
+                          ranks_[r]->input(), ranks_[r]->output(), world_.stream(r));
+    }
+    NCCL_CHECK(ncclGroupEnd());
+    for (int r = 0; r < p; ++r) {
+      DeviceGuard g(ranks_[r]->device());
+      nccl_native_finish(c_, r, p, root_, count_, plans_[r].type, plans_[r].op, ranks_[r]->output(),
+                         world_.stream(r));
+    }
+  }
+  void join(cudaStream_t main) override {
+    for (int r = 0; r < world_.size(); ++r) {
+      DeviceGuard g(ranks_[r]->device());
+      CUDA_CHECK(cudaEventRecord(joins_[r]->get(), world_.stream(r)));
+      CUDA_CHECK(cudaStreamWaitEvent(main, joins_[r]->get(), 0));
+    }
+  }
+  void start_all(cudaEvent_t start) override {
+    for (int r = 0; r < world_.size(); ++r) {
+      DeviceGuard g(ranks_[r]->device());
+      CUDA_CHECK(cudaStreamWaitEvent(world_.stream(r), start, 0));
+    }
+  }
+
+ private:
+  NcclWorld& world_;
+  Collective c_;
+  std::unique_ptr<CudaStream> main_;
+  std::vector<std::unique_ptr<CudaEvent>> joins_;
+};
+#endif  // COLLKIT_HAVE_NCCL
+
+class CudaBackend final : public BenchBackend {
+ public:
+  CudaBackend(const BenchConfig& cfg, int ranks) : cfg_(cfg), ranks_(ranks) {
+    devices_ = cuda_device_count();
+    for (int r = 0; r < ranks_; ++r) rank_device_.push_back(r % devices_);
+  }
+
+  int ranks() const override { return ranks_; }
+  std::string describe() override {
+    const int gpus = std::min(ranks_, devices_);
+    std::string s = std::to_string(ranks_) + " ranks on " + std::to_string(gpus) + " GPU(s)";
+    if (ranks_ > devices_)
+      s += " (virtual ranks: up to " + std::to_string((ranks_ + devices_ - 1) / devices_) +
+           " per GPU)";
+    s += ", CUDA driver " + cuda_version_text(cuda_driver_version()) + " runtime " +
+         cuda_version_text(cuda_runtime_version());
+#ifdef COLLKIT_HAVE_NCCL
+    s += ", NCCL " + nccl_version_text();
+#else
+    s += ", built without NCCL";
+#endif
+    return s;
+  }
+  std::vector<std::string> rank_lines() override {
+    std::vector<std::string> lines;
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    for (int r = 0; r < ranks_; ++r) {
+      const DeviceInfo d = info(rank_device_[r]);
+      char line[512];
+      std::snprintf(line, sizeof line, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [%s] %s", r,
+                    static_cast<int>(getpid()), host, d.index, d.pci_bus_id.c_str(),
+                    d.name.c_str());
+      lines.push_back(line);
+    }
+    return lines;
+  }
+
+  std::unique_ptr<Measurement> prepare(const std::string& algorithm, const SizeMapping& size,
+                                       DataType type, RedOp op, bool in_place,
+                                       std::string& unavailable) override {
+    const Collective c = cfg_.collective;
+    const std::int64_t count = size.spec_count;
+    if (algorithm == kNative) return prepare_native(size, type, op, in_place, unavailable);
+    ScheduleSpec spec;
+    spec.collective = c;
+    spec.algorithm = algorithm;
+    spec.ranks = ranks_;
+    spec.root = cfg_.root;
+    spec.count = count;
+    spec.elem_size = size_of(type);
+    std::unique_ptr<Schedule> s = make_schedule(spec);
+    if (in_place) {
+      for (int r = 0; r < ranks_; ++r) {
+        unavailable = in_place_hazard(*s, r, in_place_layout(c, ranks_, r, cfg_.root, count));
+        if (!unavailable.empty()) return nullptr;
+      }
+    }
+    std::vector<CompiledPlan> plans;
+    for (int r = 0; r < ranks_; ++r) plans.push_back(compile_plan(*s, r, type, op, in_place));
+    return std::make_unique<ScheduleMeasurement>(std::move(s), std::move(plans), rank_device_,
+                                                 cfg_.root, count);
+  }
+
+  void report_extras(Json& extra) override {
+    extra["hosts"] = 1;
+    Json devices = Json::array();
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    for (int r = 0; r < ranks_; ++r) {
+      const DeviceInfo d = info(rank_device_[r]);
+      devices.push_back({{"rank", r},
+                         {"host", host},
+                         {"pid", static_cast<int>(getpid())},
+                         {"kind", "gpu"},
+                         {"device", d.index},
+                         {"name", d.name},
+                         {"pci_bus_id", d.pci_bus_id}});
+    }
+    extra["devices"] = devices;
+    extra["gpus"] = std::min(ranks_, devices_);
+    extra["virtual_ranks"] = ranks_ > devices_;
+    extra["cuda_driver_version"] = cuda_version_text(cuda_driver_version());
+    extra["cuda_runtime_version"] = cuda_version_text(cuda_runtime_version());
+#ifdef COLLKIT_HAVE_NCCL
+    extra["nccl_version"] = nccl_version_text();
+#else
+    extra["nccl_version"] = nullptr;
+#endif
+  }
+
+ private:
+  DeviceInfo info(int device) {
+    if (infos_.empty())
+      for (int d = 0; d < devices_; ++d) infos_.push_back(device_info(d));
+    return infos_[device];
+  }
+
+  std::unique_ptr<Measurement> prepare_native(const SizeMapping& size, DataType type, RedOp op,
+                                              bool in_place, std::string& unavailable) {
+#ifdef COLLKIT_HAVE_NCCL
+    if (ranks_ > devices_) {
+      unavailable = "native NCCL needs one GPU per rank (" + std::to_string(ranks_) + " ranks on " +
+                    std::to_string(devices_) + " GPU(s); NCCL refuses two ranks on one GPU)";
+      return nullptr;
+    }
+    unavailable = nccl_native_unsupported(cfg_.collective, in_place);
+    if (!unavailable.empty()) return nullptr;
+    if (!nccl_) nccl_ = std::make_unique<NcclWorld>(rank_device_);
+    std::vector<CompiledPlan> plans;
+    for (int r = 0; r < ranks_; ++r)
+      plans.push_back(
+          io_plan(cfg_.collective, ranks_, r, cfg_.root, size.spec_count, type, op, in_place));
+    return std::make_unique<NativeMeasurement>(*nccl_, cfg_.collective, std::move(plans),
+                                               rank_device_, cfg_.root, size.spec_count);
+#else
+    (void)size;
+    (void)type;
+    (void)op;
+    (void)in_place;
+    unavailable = "this collkit was built without NCCL";
+    return nullptr;
+#endif
+  }
+
+  const BenchConfig& cfg_;
+  int ranks_;
+  int devices_ = 0;
+  std::vector<int> rank_device_;
+  std::vector<DeviceInfo> infos_;
+#ifdef COLLKIT_HAVE_NCCL
+  std::unique_ptr<NcclWorld> nccl_;
+#endif
+};
+
+}  // namespace
+
+void run_cuda_bench(const BenchArgs& args) {
+  const std::string problem = cuda_device_problem();
+  if (!problem.empty()) throw UsageError(problem);
+  const int devices = cuda_device_count();
+  int ranks = devices;
+  if (!args.ranks.empty()) {
+    char* end = nullptr;
+    const long v = std::strtol(args.ranks.c_str(), &end, 10);
+    if (end == args.ranks.c_str() || *end != '\0' || v < 1 || v > 4096)
+      throw UsageError("-g/--ranks '" + args.ranks + "': expected a rank count in 1..4096");
+    ranks = static_cast<int>(v);
+  }
+  const BenchConfig cfg = parse_config(args, ranks);
+  if (!cfg.json_path.empty()) check_writable(cfg.json_path);
+  Watchdog watchdog(cfg.timeout_s, [](const std::string& what) {
+    std::fprintf(stderr, "collkit bench: error: %s\n", what.c_str());
+    std::fflush(stderr);
+    std::_Exit(1);
+  });
+  FaultInjector faults = FaultInjector::from_environment();
+  RunContext ctx{&watchdog, &faults, 0, ranks};
+  CudaBackend backend(cfg, ranks);
+  const std::int64_t wrong = run_harness(cfg, args, backend, ctx);
+  if (wrong > 0)
+    throw RuntimeFailure(std::to_string(wrong) +
+                         " wrong element(s) in the correctness checks (see #wrong)");
+}
+
+}  // namespace collkit::realrun

@@ -1,0 +1,97 @@
+// CUDA runtime helpers shared by the GPU backends: CUDA_CHECK, the
+// no-device test, device memory, streams and events as RAII objects, and
+// what the reports record about the devices. Host code (g++) includes this;
+// only the kernels are compiled by nvcc.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace collkit::realrun {
+
+// Throws RuntimeFailure naming the call, the source line and CUDA's message.
+void cuda_check(cudaError_t code, const char* call, const char* file, int line);
+#define CUDA_CHECK(call) ::collkit::realrun::cuda_check((call), #call, __FILE__, __LINE__)
+
+// Empty when at least one CUDA device can be used; otherwise why not, with
+// the CUDA error text ("no CUDA device: cudaGetDeviceCount: CUDA driver
+// version is insufficient for CUDA runtime version"). Any error counts as no
+// device.
+std::string cuda_device_problem();
+int cuda_device_count();  // 0 when cuda_device_problem() is not empty
+
+struct DeviceInfo {
+  int index = 0;
+  std::string name;
+  std::string pci_bus_id;
+  int sms = 0;
+  std::size_t memory_bytes = 0;
+};
+DeviceInfo device_info(int device);
+int cuda_driver_version();             // e.g. 13000
+int cuda_runtime_version();            // e.g. 13000
+std::string cuda_version_text(int v);  // 13000 -> "13.0"
+
+// Makes `device` current for its lifetime, restoring the previous one.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+// cudaMalloc'd bytes on one device (256-byte aligned); empty for 0 bytes.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(std::size_t bytes, int device);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  std::byte* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  int device() const { return device_; }
+
+ private:
+  void release() noexcept;
+  std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+  int device_ = 0;
+};
+
+class CudaStream {
+ public:
+  explicit CudaStream(int device);
+  ~CudaStream();
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+  cudaStream_t get() const { return stream_; }
+  int device() const { return device_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  int device_ = 0;
+};
+
+class CudaEvent {
+ public:
+  // timing = false: cudaEventDisableTiming (cheaper, for ordering only).
+  CudaEvent(int device, bool timing);
+  ~CudaEvent();
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+}  // namespace collkit::realrun

@@ -1,0 +1,441 @@
+#include "realrun/harness.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+
+#include "algorithms/error.h"
+#include "algorithms/registry.h"
+#include "reports/atomic_file.h"
+#include "reports/sweep.h"
+#include "reports/table.h"
+
+namespace collkit::realrun {
+namespace {
+
+std::int64_t parse_int(const std::string& flag, const std::string& text, std::int64_t lo,
+                       std::int64_t hi) {
+  std::int64_t v = 0;
+  bool ok = !text.empty() && text.size() <= 12;
+  std::size_t i = 0;
+  const bool negative = ok && text[0] == '-';
+  if (negative) ++i;
+  ok = ok && i < text.size();
+  for (; ok && i < text.size(); ++i) {
+    ok = text[i] >= '0' && text[i] <= '9';
+    v = v * 10 + (text[i] - '0');
+  }
+  if (!ok) throw UsageError(flag + " '" + text + "': expected an integer");
+  if (negative) v = -v;
+  if (v < lo || v > hi)
+    throw UsageError(flag + " " + text + ": must be in " + std::to_string(lo) + ".." +
+                     std::to_string(hi));
+  return v;
+}
+
+// One table row; the columns of a placement that is not available read N/A.
+// `oop` always carries the size columns.
+std::string table_row(const ResultRow& oop, bool have_oop, const ResultRow* ip,
+                      const std::string& type, const std::string& redop, int root) {
+  if (have_oop && ip) return format_table_row(oop, *ip, type, redop, root);
+  std::string row = format_table_row(oop, oop, type, redop, root);
+  // Drop the figures that are not available (the last four or eight columns).
+  const int drop = have_oop ? 4 : 8;
+  row.pop_back();
+  for (int col = 0; col < drop; ++col) {
+    const std::size_t end = row.find_last_not_of(' ');
+    row.resize(row.find_last_of(' ', end) + 1);
+    row.resize(row.find_last_not_of(' ') + 1);
+  }
+  // "  %7s  %6s  %6s  %6s" with N/A in each column.
+  const std::string na = "      N/A     N/A     N/A     N/A";
+  return row + (have_oop ? na : na + na) + "\n";
+}
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+const char* to_string(Average a) {
+  switch (a) {
+    case Average::rank0:
+      return "rank0";
+    case Average::mean:
+      return "mean";
+    case Average::min:
+      return "min";
+    case Average::max:
+      return "max";
+  }
+  return "?";
+}
+
+Backend parse_bench_backend(const std::string& text) {
+  if (text.empty()) throw UsageError("--backend is required (valid: mpi, nccl, cuda)");
+  if (text == "mpi") return Backend::mpi;
+  if (text == "nccl") return Backend::nccl;
+  if (text == "cuda") return Backend::cuda;
+  throw UsageError("--backend '" + text + "' is not available here (valid: mpi, nccl, cuda)");
+}
+
+BenchConfig parse_config(const BenchArgs& a, int ranks) {
+  if (!a.extras.empty()) {
+    std::string list;
+    for (const auto& e : a.extras) list += (list.empty() ? "" : " ") + e;
+    throw UsageError("unknown argument(s) for bench: " + list +
+                     " (flags: --backend --collective --algorithm -b -e -f -i -n -w -c -d -o -r "
+                     "-a -T -g --json)");
+  }
+  BenchConfig cfg;
+  cfg.backend = parse_bench_backend(a.backend);
+  if (cfg.backend != Backend::cuda && !a.ranks.empty())
+    throw UsageError("-g/--ranks " + a.ranks + ": only --backend cuda takes a rank count (under " +
+                     "mpirun the rank count is -np)");
+  if (a.collective.empty()) throw UsageError("--collective is required");
+  cfg.collective = parse_collective(a.collective);
+  const Collective c = cfg.collective;
+
+  cfg.min_bytes = parse_size("-b", a.min_bytes);
+  cfg.max_bytes = parse_size("-e", a.max_bytes);
+  cfg.step_factor = parse_int("-f", a.step_factor, 1, 1 << 20);
+  cfg.step_bytes = parse_size("-i", a.step_bytes);
+  cfg.sizes = sweep_sizes(cfg.min_bytes, cfg.max_bytes, cfg.step_factor, cfg.step_bytes);
+  // Barrier moves no data: one row, whatever the sizes.
+  if (c == Collective::barrier) cfg.sizes = {cfg.min_bytes};
+  cfg.iters = static_cast<int>(parse_int("-n", a.iters, 1, 1 << 30));
+  cfg.warmup = static_cast<int>(parse_int("-w", a.warmup, 0, 1 << 30));
+  cfg.check = static_cast<int>(parse_int("-c", a.check, 0, 1 << 20));
+  cfg.root = static_cast<int>(parse_int("-r", a.root, 0, 1 << 30));
+  if (cfg.root >= ranks)
+    throw UsageError("-r " + a.root + ": root is out of range for " + std::to_string(ranks) +
+                     " ranks (valid: 0.." + std::to_string(ranks - 1) + ")");
+  cfg.average = static_cast<Average>(parse_int("-a", a.average, 0, 3));
+  cfg.timeout_s = static_cast<double>(parse_int("-T", a.timeout, 0, std::int64_t{7} * 24 * 3600));
+  if (a.dtype == "all") {
+    cfg.dtypes.assign(std::begin(kAllDataTypes), std::end(kAllDataTypes));
+  } else {
+    cfg.dtypes = {parse_data_type(a.dtype)};
+  }
+  if (!is_reduction(c)) {
+    // The op means nothing to data movement: validate it, run once.
+    if (a.op != "all") parse_red_op(a.op);
+    cfg.ops = {RedOp::sum};
+  } else if (a.op == "all") {
+    cfg.ops.assign(std::begin(kAllRedOps), std::end(kAllRedOps));
+  } else {
+    cfg.ops = {parse_red_op(a.op)};
+  }
+
+  // "native" is ours; every other name must build a schedule at this p.
+  std::vector<std::string> names;
+  for (std::size_t start = 0;;) {
+    const std::size_t comma = a.algorithms.find(',', start);
+    const std::string name =
+        a.algorithms.substr(start, comma == std::string::npos ? comma : comma - start);
+    if (name == kNative) {
+      names.push_back(name);
+    } else if (name == "all") {
+      for (const std::string& n : expand_algorithms(c, "all")) names.push_back(n);
+      names.emplace_back(kNative);
+    } else {
+      for (const std::string& n : expand_algorithms(c, name)) names.push_back(n);
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  for (const std::string& n : names) {
+    if (n == kNative) continue;
+    ScheduleSpec spec;
+    spec.collective = c;
+    spec.algorithm = n;
+    spec.ranks = ranks;
+    spec.root = cfg.root;
+    make_schedule(spec);
+  }
+  for (const std::string& n : names)
+    if (std::find(cfg.algorithms.begin(), cfg.algorithms.end(), n) == cfg.algorithms.end())
+      cfg.algorithms.push_back(n);
+  cfg.json_path = a.json_path;
+  return cfg;
+}
+
+std::uint64_t args_hash(const BenchArgs& a) {
+  std::uint64_t h = 1469598103934665603ull;
+  const auto add = [&](const std::string& s) {
+    for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
+    h = (h ^ 0xFF) * 1099511628211ull;  // separator: ("ab","c") != ("a","bc")
+  };
+  for (const std::string* s :
+       {&a.backend, &a.collective, &a.algorithms, &a.min_bytes, &a.max_bytes, &a.step_factor,
+        &a.step_bytes, &a.iters, &a.warmup, &a.check, &a.dtype, &a.op, &a.root, &a.average,
+        &a.json_path, &a.timeout, &a.ranks})
+    add(*s);
+  for (const std::string& e : a.extras) add(e);
+  return h;
+}
+
+Watchdog::Watchdog(double timeout_s, std::function<void(const std::string&)> on_timeout)
+    : timeout_s_(timeout_s), on_timeout_(std::move(on_timeout)) {
+  if (timeout_s_ > 0) thread_ = std::thread([this] { loop(); });
+}
+
+Watchdog::~Watchdog() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  thread_.join();
+}
+
+void Watchdog::arm(const std::string* what) {
+  if (timeout_s_ <= 0) return;
+  armed_at_ns_.store(now_ns(), std::memory_order_relaxed);
+  what_.store(what, std::memory_order_release);
+}
+
+void Watchdog::disarm() {
+  if (timeout_s_ <= 0) return;
+  what_.store(nullptr, std::memory_order_release);
+}
+
+void Watchdog::loop() {
+  const auto limit_ns = static_cast<std::int64_t>(timeout_s_ * 1e9);
+  // Polls often enough that the abort comes within ~2% of the timeout.
+  const auto period = std::chrono::milliseconds(
+      std::clamp<std::int64_t>(static_cast<std::int64_t>(timeout_s_ * 20), 10, 500));
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stop_cv_.wait_for(lock, period, [this] { return stop_; })) {
+    const std::string* what = what_.load(std::memory_order_acquire);
+    if (!what) continue;
+    if (now_ns() - armed_at_ns_.load(std::memory_order_relaxed) < limit_ns) continue;
+    // Re-read: the run may have completed (and disarmed) meanwhile.
+    if (what_.load(std::memory_order_acquire) != what) continue;
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%g", timeout_s_);
+    on_timeout_("timeout: " + *what + " did not complete within " + seconds + " s (-T " + seconds +
+                ")");
+    std::_Exit(1);  // on_timeout must not return; never let a hung run continue
+  }
+}
+
+FaultInjector FaultInjector::from_environment() {
+  const char* v = std::getenv(kVariable);
+  return v ? parse(v) : FaultInjector{};
+}
+
+FaultInjector FaultInjector::parse(const std::string& text) {
+  FaultInjector f;
+  const auto bad = [&](const std::string& why) {
+    return UsageError(std::string(kVariable) + "='" + text + "': " + why +
+                      " (expected rank=R,iter=N,action=exit|kill|hang)");
+  };
+  if (text.empty()) return f;
+  bool have_rank = false, have_iter = false, have_action = false;
+  for (std::size_t start = 0; start <= text.size();) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos) throw bad("'" + item + "' is not key=value");
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key == "rank") {
+      f.rank_ = static_cast<int>(parse_int(std::string(kVariable) + " rank", value, 0, 1 << 24));
+      have_rank = true;
+    } else if (key == "iter") {
+      f.iter_ = parse_int(std::string(kVariable) + " iter", value, 1, std::int64_t{1} << 40);
+      have_iter = true;
+    } else if (key == "action") {
+      if (value == "exit") {
+        f.action_ = Action::exit;
+      } else if (value == "kill") {
+        f.action_ = Action::kill;
+      } else if (value == "hang") {
+        f.action_ = Action::hang;
+      } else {
+        throw bad("unknown action '" + value + "'");
+      }
+      have_action = true;
+    } else {
+      throw bad("unknown key '" + key + "'");
+    }
+    start = comma + 1;
+  }
+  if (!have_rank || !have_iter || !have_action) throw bad("rank, iter and action are required");
+  return f;
+}
+
+void FaultInjector::fire() {
+  const char* what = action_ == Action::exit   ? "exiting with code 17"
+                     : action_ == Action::kill ? "killing itself (SIGKILL)"
+                                               : "hanging";
+  std::fprintf(stderr, "collkit bench: rank %d: fault injection (%s): %s at run %lld\n", rank_,
+               kVariable, what, static_cast<long long>(iter_));
+  std::fflush(stderr);
+  switch (action_) {
+    case Action::exit:
+      std::_Exit(17);
+    case Action::kill:
+      std::raise(SIGKILL);
+      std::_Exit(137);
+    case Action::hang:
+    case Action::none:
+      for (;;) pause();
+  }
+  std::_Exit(17);
+}
+
+std::string describe_run(const BenchConfig& cfg, const std::string& algorithm,
+                         const SizeMapping& size, DataType type, RedOp op, bool in_place,
+                         const std::string& ranks_text) {
+  std::string s = std::string(to_string(cfg.collective)) + " algorithm " + algorithm + ", " +
+                  std::to_string(size.bytes) + " bytes (" + std::string(to_string(type));
+  if (is_reduction(cfg.collective)) s += " " + std::string(to_string(op));
+  s += in_place ? ", in place)" : ", out of place)";
+  return s + " on " + ranks_text;
+}
+
+std::int64_t run_harness(const BenchConfig& cfg, const BenchArgs& args, BenchBackend& backend,
+                         RunContext& ctx) {
+  const Collective c = cfg.collective;
+  const int ranks = backend.ranks();
+  const bool print = backend.prints();
+  const std::string backend_name(to_string(cfg.backend));
+  const std::string title = backend.describe();
+  const std::vector<std::string> lines = backend.rank_lines();
+  if (print) {
+    std::printf("# collkit bench --backend %s: %s, %s\n", backend_name.c_str(),
+                std::string(to_string(c)).c_str(), title.c_str());
+    std::printf(
+        "#  minBytes %lld maxBytes %lld step: %lld(%s) warmup iters: %d iters: %d "
+        "validation: %d average: %s\n",
+        static_cast<long long>(cfg.min_bytes), static_cast<long long>(cfg.max_bytes),
+        static_cast<long long>(cfg.step_factor > 1 ? cfg.step_factor : cfg.step_bytes),
+        cfg.step_factor > 1 ? "factor" : "bytes", cfg.warmup, cfg.iters, cfg.check,
+        to_string(cfg.average));
+    std::printf("#\n");
+    for (const std::string& l : lines) std::printf("%s\n", l.c_str());
+    std::fflush(stdout);
+  }
+
+  Report report;
+  report.collkit_version = args.version;
+  report.mode = ReportMode::measure;
+  report.backend = cfg.backend;
+  report.ranks = ranks;
+  report.dtype = cfg.dtypes.front();
+  report.op = cfg.ops.front();
+  report.root = cfg.root;
+  const bool mixed = cfg.dtypes.size() > 1 || cfg.ops.size() > 1;
+  Json unavailable = Json::array();      // in place
+  Json unavailable_oop = Json::array();  // out of place too (no measurement at all)
+  const std::string ranks_text =
+      backend.ranks_here() == 1
+          ? "rank " + std::to_string(backend.first_rank())
+          : "ranks " + std::to_string(backend.first_rank()) + ".." +
+                std::to_string(backend.first_rank() + backend.ranks_here() - 1);
+
+  std::int64_t total_wrong = 0;
+  for (const std::string& algorithm : cfg.algorithms) {
+    if (print) {
+      std::printf("#\n# collkit measure (%s): %s, algorithm %s, %d ranks\n#\n%s",
+                  backend_name.c_str(), std::string(to_string(c)).c_str(), algorithm.c_str(), ranks,
+                  table_header().c_str());
+      std::fflush(stdout);
+    }
+    double busbw_sum = 0;
+    int busbw_n = 0;
+    std::int64_t wrong = 0;
+    std::set<std::string> reasons, oop_reasons;
+    for (DataType type : cfg.dtypes) {
+      for (RedOp op : cfg.ops) {
+        for (std::int64_t bytes : cfg.sizes) {
+          const SizeMapping size = map_size(c, bytes, size_of(type), ranks);
+          ResultRow rows[2];
+          bool have[2] = {false, false};
+          for (int ip = 0; ip < 2; ++ip) {
+            const bool in_place = ip == 1;
+            std::string na;
+            std::unique_ptr<Measurement> m =
+                backend.prepare(algorithm, size, type, op, in_place, na);
+            if (!m) {
+              (in_place ? reasons : oop_reasons).insert(na);
+              if (!in_place) rows[0] = make_row(c, algorithm, size, ranks, 0, false, -1);
+              continue;
+            }
+            const std::string what =
+                describe_run(cfg, algorithm, size, type, op, in_place, ranks_text);
+            const double t =
+                backend.combine_time(m->time_us(cfg.warmup, cfg.iters, ctx, what), cfg.average);
+            std::int64_t w = -1;
+            if (cfg.check > 0) {
+              std::int64_t local = 0;
+              for (int k = 1; k <= cfg.check; ++k) local += m->check(k, ctx, what);
+              w = backend.combine_wrong(local);
+            }
+            rows[ip] = make_row(c, algorithm, size, ranks, t, in_place, w);
+            if (mixed) {
+              rows[ip].dtype = type;
+              rows[ip].op = op;
+            }
+            have[ip] = true;
+            if (print) report.results.push_back(rows[ip]);
+            busbw_sum += rows[ip].busbw_gbps;
+            ++busbw_n;
+            if (w > 0) wrong += w;
+          }
+          if (print) {
+            std::printf("%s", table_row(rows[0], have[0], have[1] ? &rows[1] : nullptr,
+                                        std::string(to_string(type)), redop_column(c, op),
+                                        root_column(c, cfg.root))
+                                  .c_str());
+            std::fflush(stdout);
+          }
+        }
+      }
+    }
+    if (print) {
+      for (const std::string& why : oop_reasons) {
+        std::printf("# out-of-place: N/A (%s)\n", why.c_str());
+        unavailable_oop.push_back({{"algorithm", algorithm}, {"reason", why}});
+      }
+      for (const std::string& why : reasons) {
+        std::printf("# in-place: N/A (%s)\n", why.c_str());
+        unavailable.push_back({{"algorithm", algorithm}, {"reason", why}});
+      }
+      std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(wrong),
+                  wrong == 0 ? "OK" : "FAILED");
+      std::printf("# Avg bus bandwidth    : %g\n", busbw_n ? busbw_sum / busbw_n : 0.0);
+      std::fflush(stdout);
+    }
+    total_wrong += wrong;
+  }
+
+  if (print) {
+    report.best = compute_best(report.results);
+    backend.report_extras(report.extra);
+    report.extra["iters"] = cfg.iters;
+    report.extra["warmup"] = cfg.warmup;
+    report.extra["check_iters"] = cfg.check;
+    report.extra["average"] = to_string(cfg.average);
+    report.extra["timeout_s"] = cfg.timeout_s;
+    report.extra["in_place_unavailable"] = unavailable;
+    if (!unavailable_oop.empty()) report.extra["unavailable"] = unavailable_oop;
+    std::printf("#\n%s", format_best_summary(report).c_str());
+    std::fflush(stdout);
+    if (!cfg.json_path.empty()) write_file_atomic(cfg.json_path, report_json_text(report));
+  }
+  return total_wrong;
+}
+
+}  // namespace collkit::realrun

@@ -1,0 +1,179 @@
+// The backend-independent half of `collkit bench`: flag parsing, the size,
+// type and op loops, the correctness check, the nccl-tests table, the JSON
+// report, the -T watchdog and test-only fault injection. A backend (MPI
+// processes, NCCL processes, one CUDA process driving every rank) provides
+// its ranks, how to prepare and time one measurement, and how to check it.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "realrun/bench.h"
+#include "reports/nccl_sizes.h"
+#include "reports/report.h"
+
+namespace collkit::realrun {
+
+inline constexpr char kNative[] = "native";
+
+enum class Average : int { rank0 = 0, mean = 1, min = 2, max = 3 };
+const char* to_string(Average a);
+
+// The validated options.
+struct BenchConfig {
+  Backend backend = Backend::mpi;
+  Collective collective = Collective::all_reduce;
+  std::vector<std::string> algorithms;  // registered names and/or "native"
+  std::vector<std::int64_t> sizes;
+  std::int64_t min_bytes = 0, max_bytes = 0, step_factor = 1, step_bytes = 0;
+  int iters = 20, warmup = 1, check = 1, root = 0;
+  Average average = Average::mean;
+  std::vector<DataType> dtypes;
+  std::vector<RedOp> ops;
+  std::string json_path;
+  double timeout_s = 0;  // -T; 0 = no watchdog
+};
+
+// The backend named by --backend (UsageError listing the valid ones).
+Backend parse_bench_backend(const std::string& text);
+
+// Validates every flag for `ranks` ranks; throws UsageError naming the flag.
+BenchConfig parse_config(const BenchArgs& a, int ranks);
+
+// FNV-1a over every flag's text (ranks started with different flags).
+std::uint64_t args_hash(const BenchArgs& a);
+
+// -T: aborts the process when one collective (armed region) has not
+// completed within the timeout. `on_timeout` prints and ends the job (MPI:
+// MPI_Abort); it must not return.
+class Watchdog {
+ public:
+  Watchdog(double timeout_s, std::function<void(const std::string&)> on_timeout);
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+  double timeout_s() const { return timeout_s_; }
+  // `what` names the collective, algorithm, size and rank; it must outlive
+  // the armed region.
+  void arm(const std::string* what);
+  void disarm();
+
+ private:
+  void loop();
+  double timeout_s_;
+  std::function<void(const std::string&)> on_timeout_;
+  std::atomic<const std::string*> what_{nullptr};
+  std::atomic<std::int64_t> armed_at_ns_{0};
+  std::mutex mutex_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// RAII arming of a Watchdog.
+class Armed {
+ public:
+  Armed(Watchdog& w, const std::string& what) : w_(w) { w_.arm(&what); }
+  ~Armed() { w_.disarm(); }
+  Armed(const Armed&) = delete;
+  Armed& operator=(const Armed&) = delete;
+
+ private:
+  Watchdog& w_;
+};
+
+// Test-only fault injection, from COLLKIT_FAULT_INJECT =
+// "rank=R,iter=N,action=exit|kill|hang": the process running rank R, at its
+// N-th collective run (counted from 1 over the whole bench), exits with code
+// 17, sends itself SIGKILL, or sleeps forever. Unset: does nothing.
+class FaultInjector {
+ public:
+  static constexpr char kVariable[] = "COLLKIT_FAULT_INJECT";
+  enum class Action : std::uint8_t { none, exit, kill, hang };
+  // Parses the variable (UsageError on a malformed value).
+  static FaultInjector from_environment();
+  static FaultInjector parse(const std::string& text);
+  // Called before every collective run by the process of rank `rank` (for a
+  // single-process backend, every rank it drives is checked).
+  void tick(int first_rank, int ranks_here = 1) {
+    if (action_ != Action::none && ++runs_ == iter_ && rank_ >= first_rank &&
+        rank_ < first_rank + ranks_here)
+      fire();
+  }
+  Action action() const { return action_; }
+  int rank() const { return rank_; }
+  std::int64_t iter() const { return iter_; }
+
+ private:
+  [[noreturn]] void fire();
+  Action action_ = Action::none;
+  int rank_ = 0;
+  std::int64_t iter_ = 0;
+  std::int64_t runs_ = 0;
+};
+
+// What the harness gives a measurement: the watchdog and the fault hook.
+struct RunContext {
+  Watchdog* watchdog = nullptr;
+  FaultInjector* faults = nullptr;
+  int first_rank = 0;  // of this process
+  int ranks_here = 1;
+  void before_run() { faults->tick(first_rank, ranks_here); }
+};
+
+// One prepared measurement (algorithm, size, type, op, placement) on the
+// ranks this process drives.
+class Measurement {
+ public:
+  virtual ~Measurement() = default;
+  // -w untimed runs, then -n timed runs; this process's time per run in
+  // microseconds (the backend combines across processes). `what` names the
+  // collective for the watchdog; ctx.before_run() precedes every run.
+  virtual double time_us(int warmup, int iters, RunContext& ctx, const std::string& what) = 0;
+  // One check run with fresh inputs of check iteration `iter` (outputs
+  // poisoned first); wrong elements on this process's ranks.
+  virtual std::int64_t check(std::int64_t iter, RunContext& ctx, const std::string& what) = 0;
+};
+
+class BenchBackend {
+ public:
+  virtual ~BenchBackend() = default;
+  virtual int ranks() const = 0;
+  // This process's first rank and how many it drives; rank 0's process prints.
+  virtual int first_rank() const { return 0; }
+  virtual int ranks_here() const { return ranks(); }
+  bool prints() const { return first_rank() == 0; }
+  // "4 ranks on 1 host(s), Open MPI v4.1.4" for the title line.
+  virtual std::string describe() = 0;
+  // "#  Rank  0 ..." lines under the title.
+  virtual std::vector<std::string> rank_lines() = 0;
+  // Every process's `why` is empty, or the first non-empty one (MPI).
+  virtual std::string agree(const std::string& why) { return why; }
+  // Prepares one measurement, or returns null with `unavailable` set.
+  virtual std::unique_ptr<Measurement> prepare(const std::string& algorithm,
+                                               const SizeMapping& size, DataType type, RedOp op,
+                                               bool in_place, std::string& unavailable) = 0;
+  virtual double combine_time(double us, Average) { return us; }
+  virtual std::int64_t combine_wrong(std::int64_t w) { return w; }
+  // Backend-specific top-level report keys (devices, versions, ...).
+  virtual void report_extras(Json& extra) = 0;
+};
+
+// The whole bench on `backend`: tables on the printing process, --json
+// written atomically there. Returns the wrong elements over every check.
+std::int64_t run_harness(const BenchConfig& cfg, const BenchArgs& args, BenchBackend& backend,
+                         RunContext& ctx);
+
+// The watchdog's message for one measurement.
+std::string describe_run(const BenchConfig& cfg, const std::string& algorithm,
+                         const SizeMapping& size, DataType type, RedOp op, bool in_place,
+                         const std::string& ranks_text);
+
+}  // namespace collkit::realrun

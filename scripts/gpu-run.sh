@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Runs on a lent GPU machine (the device tool), from the repository root,
+# with build-gpu/ carried from scripts/gpu-build.sh:
+#
+#   device run: carry ["build-gpu"], command "bash scripts/gpu-run.sh all"
+#
+# Stages (one or several, in order): tests sanitizer kernel vranks all.
+# Writes at most 8 files under $OUT (the tool's limit): summary.txt,
+# tests.log, sanitizer.log, kernel_bench.json, bench.log, ar_p2.json,
+# ar_p4.json, ar_p8.json. The summary (printed last) has one line per step
+# with its exit code; the logs have everything. Each stage fits well inside
+# one 10-minute call on an H100; "all" is meant for one call, but split it
+# (e.g. "tests sanitizer" then "kernel vranks") if a run comes close.
+set -uo pipefail
+root="$(pwd)"
+build="$root/build-gpu"
+out="${OUT:-$root/gpu-out}"
+mkdir -p "$out"
+summary="$out/summary.txt"
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(all)
+want() { for s in "${stages[@]}"; do [ "$s" = "$1" ] || [ "$s" = all ] && return 0; done; return 1; }
+
+# The tests were compiled with absolute paths of the build machine
+# (/work/main/...): make them valid here.
+if [ ! -e /work/main/build-gpu ]; then
+  mkdir -p /work && ln -sfn "$root" /work/main
+fi
+
+# NCCL ships in the Python environment there (nvidia-nccl-cu13).
+nccl="$(find / -name 'libnccl.so*' -not -path '/proc/*' 2>/dev/null | head -n 1)"
+export LD_LIBRARY_PATH="${nccl:+$(dirname "$nccl"):}$build/lib:${LD_LIBRARY_PATH:-}"
+collkit="$build/cli/collkit"
+if ! command -v compute-sanitizer >/dev/null; then
+  cs="$(find / -name compute-sanitizer -type f -perm -u+x -not -path '/proc/*' 2>/dev/null | head -n 1)"
+  [ -n "$cs" ] && export PATH="$(dirname "$cs"):$PATH"
+fi
+
+step() {  # step NAME LOG COMMAND...: runs, appends to LOG, records the exit code
+  local name="$1" log="$2"
+  shift 2
+  local t0=$SECONDS
+  { echo "=== $name: $*"; "$@"; } >>"$log" 2>&1
+  local rc=$?
+  printf '%-44s rc=%-3s %4ss\n' "$name" "$rc" "$((SECONDS - t0))" | tee -a "$summary"
+}
+
+{
+  echo "# gpu-run $(date -u +%FT%TZ) stages: ${stages[*]}"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
+  echo "libnccl: ${nccl:-not found}"
+  echo "compute-sanitizer: $(command -v compute-sanitizer || echo not found)"
+} | tee -a "$summary"
+
+if want tests; then
+  log="$out/tests.log"
+  for t in realrun_device_reduce realrun_cuda_multirank realrun_cuda_bench_cli \
+           realrun_multirank realrun_harness realrun_executor realrun_reduce_host; do
+    step "test $t" "$log" "$build/tests/$t" --gtest_brief=1
+  done
+  # Every collective x algorithm (+ native where NCCL can) end to end with
+  # virtual ranks, checked on the device: P = 3 and 16, last rank as root.
+  for p in 3 16; do
+    for c in broadcast reduce all_gather scatter gather reduce_scatter all_reduce all_to_all barrier; do
+      step "bench cuda -g $p $c" "$log" "$collkit" bench --backend cuda -g "$p" --collective "$c" \
+        --algorithm all -b 4K -e 256K -f 8 -n 1 -w 0 -c 1 -r $((p - 1)) -d all -o all
+    done
+  done
+  # Skips would hide a missing device: none is expected here.
+  grep -c "SKIPPED" "$log" | xargs -I{} echo "skipped test lines: {}" | tee -a "$summary"
+fi
+
+if want sanitizer; then
+  log="$out/sanitizer.log"
+  san=(compute-sanitizer --tool memcheck --error-exitcode 99 --leak-check full)
+  step "memcheck device_reduce (quick)" "$log" env COLLKIT_GPU_TEST_QUICK=1 "${san[@]}" \
+    "$build/tests/realrun_device_reduce" --gtest_brief=1
+  step "memcheck cuda_multirank (all_reduce, all_gather)" "$log" "${san[@]}" \
+    "$build/tests/realrun_cuda_multirank" --gtest_brief=1 \
+    --gtest_filter='*all_reduce*:*all_gather*:*reduce_scatter_ring*'
+  step "memcheck bench cuda -g 4 all_reduce" "$log" "${san[@]}" "$collkit" bench \
+    --backend cuda -g 4 --collective all_reduce --algorithm all -b 4K -e 256K -f 8 -n 2 -w 1 -c 1
+  step "racecheck device_reduce (quick)" "$log" env COLLKIT_GPU_TEST_QUICK=1 \
+    compute-sanitizer --tool racecheck --error-exitcode 99 "$build/tests/realrun_device_reduce" \
+    --gtest_brief=1 --gtest_filter='*MatchesTheHost*'
+fi
+
+if want kernel; then
+  step "reduce_kernel_bench" "$out/bench.log" "$build/bench/reduce_kernel_bench" \
+    --benchmark_out="$out/kernel_bench.json" --benchmark_out_format=json \
+    --benchmark_min_time=0.2
+fi
+
+if want vranks; then
+  log="$out/bench.log"
+  for p in 2 4 8; do
+    # Correctness at small sizes (every algorithm, every check), then timing
+    # 1 MiB..1 GiB without checks (the host computes the expected values).
+    step "bench cuda -g $p all_reduce check" "$log" "$collkit" bench --backend cuda -g "$p" \
+      --collective all_reduce --algorithm all -b 1K -e 4M -f 16 -n 2 -w 1 -c 2 -d all -o sum
+    step "bench cuda -g $p all_reduce 1M..1G" "$log" "$collkit" bench --backend cuda -g "$p" \
+      --collective all_reduce --algorithm all -b 1M -e 1G -f 4 -n 20 -w 5 -c 0 \
+      --json "$out/ar_p$p.json"
+  done
+fi
+
+echo "# summary (also in $summary)"
+cat "$summary"

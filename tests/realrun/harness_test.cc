@@ -1,0 +1,111 @@
+// The backend-independent parts of `collkit bench` (realrun/harness.h): the
+// new flags' validation, the fault-injection variable's grammar, and the -T
+// watchdog (fires with the collective's description, never when disarmed).
+#include "realrun/harness.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "algorithms/error.h"
+
+namespace collkit::realrun {
+namespace {
+
+BenchArgs args(const std::string& backend) {
+  BenchArgs a;
+  a.backend = backend;
+  a.collective = "all_reduce";
+  a.algorithms = "ring";
+  a.min_bytes = "1K";
+  a.max_bytes = "1K";
+  return a;
+}
+
+TEST(HarnessTest, TimeoutAndRanksFlags) {
+  BenchArgs a = args("mpi");
+  EXPECT_EQ(parse_config(a, 2).timeout_s, 0);
+  a.timeout = "7";
+  EXPECT_EQ(parse_config(a, 2).timeout_s, 7);
+  a.timeout = "-1";
+  EXPECT_THROW(parse_config(a, 2), UsageError);
+  a.timeout = "0";
+  a.ranks = "4";
+  EXPECT_THROW(parse_config(a, 2), UsageError);  // -g is for the cuda backend only
+  BenchArgs c = args("cuda");
+  c.ranks = "4";
+  EXPECT_EQ(parse_config(c, 4).backend, Backend::cuda);
+  EXPECT_EQ(parse_config(args("nccl"), 2).backend, Backend::nccl);
+  try {
+    parse_config(args("gloo"), 2);
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("valid: mpi, nccl, cuda"), std::string::npos);
+  }
+}
+
+TEST(HarnessTest, FaultInjectionGrammar) {
+  EXPECT_EQ(FaultInjector::parse("").action(), FaultInjector::Action::none);
+  const FaultInjector f = FaultInjector::parse("rank=1,iter=3,action=kill");
+  EXPECT_EQ(f.action(), FaultInjector::Action::kill);
+  EXPECT_EQ(f.rank(), 1);
+  EXPECT_EQ(f.iter(), 3);
+  EXPECT_EQ(FaultInjector::parse("action=hang,iter=1,rank=0").action(),
+            FaultInjector::Action::hang);
+  for (const char* bad : {"rank=1", "rank=1,iter=0,action=exit", "rank=x,iter=1,action=exit",
+                          "rank=1,iter=1,action=boom", "rank=1,iter=1,action=exit,extra=2",
+                          "rank=1;iter=1;action=exit"})
+    EXPECT_THROW(FaultInjector::parse(bad), UsageError) << bad;
+}
+
+TEST(HarnessTest, FaultFiresOnlyAtItsRunAndRank) {
+  FaultInjector f = FaultInjector::parse("rank=2,iter=3,action=exit");
+  f.tick(0);  // run 1 of rank 0's process: nothing
+  f.tick(0);
+  EXPECT_EXIT(
+      {
+        FaultInjector g = FaultInjector::parse("rank=2,iter=3,action=exit");
+        g.tick(0, 4);  // a single process driving ranks 0..3
+        g.tick(0, 4);
+        g.tick(0, 4);
+      },
+      ::testing::ExitedWithCode(17), "rank 2: fault injection .*: exiting with code 17 at run 3");
+  f.tick(0);  // run 3, but rank 0 is not rank 2: still nothing
+  SUCCEED();
+}
+
+TEST(HarnessTest, WatchdogAbortsAStuckCollective) {
+  EXPECT_EXIT(
+      {
+        Watchdog w(1, [](const std::string& what) {
+          std::fprintf(stderr, "collkit bench: error: %s\n", what.c_str());
+          std::_Exit(1);
+        });
+        const std::string what = "all_reduce algorithm ring, 1024 bytes (float sum) on rank 3";
+        Armed armed(w, what);
+        std::this_thread::sleep_for(std::chrono::seconds(10));
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(1),
+      "timeout: all_reduce algorithm ring, 1024 bytes \\(float sum\\) on rank 3 did not complete "
+      "within 1 s \\(-T 1\\)");
+}
+
+TEST(HarnessTest, WatchdogStaysQuietWhenDisarmed) {
+  int fired = 0;
+  {
+    Watchdog w(1, [&](const std::string&) { ++fired; });
+    const std::string what = "x";
+    for (int i = 0; i < 3; ++i) {
+      Armed armed(w, what);
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1300));  // disarmed past the timeout
+  }
+  EXPECT_EQ(fired, 0);
+}
+
+}  // namespace
+}  // namespace collkit::realrun

@@ -1,0 +1,405 @@
+// The single-process multi-rank driver (the cuda backend's orchestration)
+// on host memory: every registered (collective, algorithm, variant) for
+// p = 2..8, several roots and counts not divisible by p, out of place and in
+// place, run by HostStreams in random orders that respect only the streams
+// and events (so a missing wait shows up as a wrong result), against the
+// collective's definition. Plus: every type and op through the check data,
+// the fused receive-reduce-copy, deadlock and size-mismatch reports, and a
+// mutation test proving that dropping the event waits is caught.
+#include "realrun/multirank.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/error.h"
+#include "algorithms/registry.h"
+#include "realrun/check_data.h"
+#include "realrun/executor.h"
+#include "realrun/loopback.h"
+#include "realrun/plan.h"
+#include "reports/sweep.h"
+#include "tests/realrun/oracle.h"
+
+namespace collkit::realrun {
+namespace {
+
+using testing_oracle::Case;
+using testing_oracle::naive_input;
+using testing_oracle::naive_output;
+using testing_oracle::registered_cases;
+using testing_oracle::Values;
+
+// Host buffers of one rank, laid out by its plan.
+struct HostRank {
+  explicit HostRank(const CompiledPlan& plan)
+      : storage_in(static_cast<std::size_t>(plan.storage_in_bytes)),
+        storage_out(static_cast<std::size_t>(plan.storage_out_bytes)),
+        scratch(static_cast<std::size_t>(plan.scratch_bytes)),
+        temp(static_cast<std::size_t>(plan.temp_bytes)) {
+    bases.base[static_cast<int>(Area::input)] =
+        storage_in.data() + (plan.in_place ? plan.input_offset : 0);
+    bases.base[static_cast<int>(Area::output)] =
+        plan.in_place ? storage_in.data() + plan.output_offset : storage_out.data();
+    bases.base[static_cast<int>(Area::scratch)] = scratch.data();
+    bases.base[static_cast<int>(Area::temp)] = temp.data();
+    // Scratch and temp start as garbage, as device memory would.
+    // (Empty buffers have a null pointer, which memset must not get.)
+    if (scratch.size() > 0) std::memset(scratch.data(), 0x33, scratch.size());
+    if (temp.size() > 0) std::memset(temp.data(), 0x44, temp.size());
+  }
+  std::byte* input() const { return bases.base[static_cast<int>(Area::input)]; }
+  std::byte* output() const { return bases.base[static_cast<int>(Area::output)]; }
+  AlignedBuffer storage_in, storage_out, scratch, temp;
+  AreaBases bases;
+};
+
+// Host memory: every rank can read every other's.
+bool host_can_read(void*, int, int) { return true; }
+
+// All ranks of one schedule in one process; `direct`: receives that reduce
+// read the sender's buffer (no temp copy) where the compiler allows it.
+struct World {
+  World(const Schedule& s, DataType type, RedOp op, bool in_place, bool direct = false) {
+    for (int r = 0; r < s.ranks(); ++r) plans.push_back(compile_plan(s, r, type, op, in_place));
+    for (const CompiledPlan& p : plans) ptrs.push_back(&p);
+    for (const CompiledPlan& p : plans) ranks.push_back(std::make_unique<HostRank>(p));
+    for (const auto& r : ranks) bases.push_back(r->bases);
+    program = compile_multirank(ptrs, direct ? &host_can_read : nullptr, nullptr);
+  }
+  void run(std::uint64_t seed, int iterations = 1) {
+    HostStreams engine(static_cast<int>(plans.size()),
+                       static_cast<int>(program.event_stream.size()));
+    for (int i = 0; i < iterations; ++i) replay(program, ptrs, bases, engine);
+    engine.run_all(seed);
+  }
+  std::vector<CompiledPlan> plans;
+  std::vector<const CompiledPlan*> ptrs;
+  std::vector<std::unique_ptr<HostRank>> ranks;
+  std::vector<AreaBases> bases;
+  MultiRankProgram program;
+};
+
+std::unique_ptr<Schedule> schedule(Collective c, const std::string& algorithm, int p, int root,
+                                   std::int64_t n, int elem_size) {
+  ScheduleSpec spec;
+  spec.collective = c;
+  spec.algorithm = algorithm;
+  spec.ranks = p;
+  spec.root = root;
+  spec.count = n;
+  spec.elem_size = elem_size;
+  return make_schedule(spec);
+}
+
+std::vector<Values> run_world(const Schedule& s, const std::vector<Values>& in, RedOp op,
+                              bool in_place, std::uint64_t seed, bool direct = false) {
+  World w(s, DataType::int64, op, in_place, direct);
+  for (int r = 0; r < s.ranks(); ++r) {
+    const CompiledPlan& p = w.plans[r];
+    if (!in_place && p.output_bytes > 0)
+      std::memset(w.ranks[r]->output(), 0x5A, static_cast<std::size_t>(p.output_bytes));
+    if (p.input_bytes > 0)
+      std::memcpy(w.ranks[r]->input(), in[r].data(), static_cast<std::size_t>(p.input_bytes));
+  }
+  w.run(seed);
+  std::vector<Values> out(s.ranks());
+  for (int r = 0; r < s.ranks(); ++r) {
+    out[r].resize(static_cast<std::size_t>(w.plans[r].output_bytes / 8));
+    if (!out[r].empty()) std::memcpy(out[r].data(), w.ranks[r]->output(), out[r].size() * 8);
+  }
+  return out;
+}
+
+class MultiRankScheduleTest : public ::testing::TestWithParam<Case> {};
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MultiRankScheduleTest);
+
+TEST_P(MultiRankScheduleTest, ComputesTheCollectiveOnSimulatedStreams) {
+  const Case& tc = GetParam();
+  const Collective c = tc.collective;
+  for (int p = 2; p <= 8; ++p) {
+    std::vector<int> roots{0};
+    if (is_rooted(c)) roots = {0, p - 1, p / 2};
+    std::vector<std::int64_t> counts{0, 1, p - 1, p, p + 1, 5 * p + 3};
+    if (c == Collective::barrier) counts = {0};
+    for (int root : roots) {
+      for (std::int64_t n : counts) {
+        const auto s = schedule(c, tc.algorithm, p, root, n, 8);
+        std::vector<Values> in;
+        for (int r = 0; r < p; ++r) in.push_back(naive_input(c, p, r, root, n));
+        const RedOp op = is_reduction(c) ? (n % 2 ? RedOp::max : RedOp::sum) : RedOp::sum;
+        const std::string where = std::string(to_string(c)) + " " + tc.algorithm +
+                                  " p=" + std::to_string(p) + " root=" + std::to_string(root) +
+                                  " n=" + std::to_string(n);
+        bool in_place_ok = true;
+        for (int r = 0; r < p && in_place_ok; ++r)
+          in_place_ok = in_place_hazard(*s, r, in_place_layout(c, p, r, root, n)).empty();
+        for (std::uint64_t seed : {1u, 2u}) {
+          // Copies into temp with seed 1, reduces straight from the senders
+          // with seed 2.
+          const bool direct = seed == 2;
+          const std::string how = direct ? " direct" : "";
+          const auto out = run_world(*s, in, op, false, seed * 7919 + p, direct);
+          for (int r = 0; r < p; ++r)
+            ASSERT_EQ(out[r], naive_output(c, op, p, r, root, n, in))
+                << where << how << " seed " << seed << " rank " << r;
+          if (!in_place_ok) continue;
+          const auto ip = run_world(*s, in, op, true, seed * 104729 + p, direct);
+          for (int r = 0; r < p; ++r)
+            ASSERT_EQ(ip[r], naive_output(c, op, p, r, root, n, in))
+                << where << how << " in place, seed " << seed << " rank " << r;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, MultiRankScheduleTest, ::testing::ValuesIn(registered_cases()),
+                         [](const auto& info) {
+                           std::string name = std::string(to_string(info.param.collective)) + "_" +
+                                              info.param.algorithm;
+                           for (char& ch : name)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return name;
+                         });
+
+// Every type and op through the bench's own check data (the values and
+// expected results the cuda backend uses), for the reducing collectives'
+// first registered algorithms, p = 3 and 5, several iterations in a row (so
+// one iteration's streams overlapping the next is exercised too).
+TEST(MultiRankTest, EveryTypeAndOpMatchesTheCheckData) {
+  for (Collective c : {Collective::all_reduce, Collective::reduce_scatter, Collective::reduce}) {
+    for (const std::string& algorithm : expand_algorithms(c, "all")) {
+      for (int p : {3, 5}) {
+        for (DataType t : kAllDataTypes) {
+          for (RedOp op : kAllRedOps) {
+            const std::int64_t n = 4 * p + 3;
+            const int root = p - 1;
+            const auto s = schedule(c, algorithm, p, root, n, size_of(t));
+            World w(*s, t, op, false, static_cast<int>(op) % 2 == 1);
+            for (int r = 0; r < p; ++r) {
+              fill_check_input(
+                  c, t, op, p, r, 3,
+                  {w.ranks[r]->input(), static_cast<std::size_t>(w.plans[r].input_bytes)});
+              poison({w.ranks[r]->output(), static_cast<std::size_t>(w.plans[r].output_bytes)});
+            }
+            w.run(static_cast<std::uint64_t>(p) * 31 + static_cast<int>(t), 1);
+            for (int r = 0; r < p; ++r) {
+              std::vector<std::byte> expected(static_cast<std::size_t>(w.plans[r].output_bytes));
+              expected_output(c, t, op, p, r, root, n, 3, expected);
+              const std::span<const std::byte> got{w.ranks[r]->output(), expected.size()};
+              EXPECT_EQ(count_wrong(t, got, expected), 0)
+                  << to_string(c) << " " << algorithm << " p=" << p << " " << to_string(t) << " "
+                  << to_string(op) << " rank " << r;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Without its event waits, the program must be caught computing garbage:
+// the random stream interleavings of HostStreams are a real test.
+TEST(MultiRankTest, DroppingTheWaitsIsCaught) {
+  for (bool direct : {false, true}) {
+    const int p = 4;
+    const std::int64_t n = 64;
+    const auto s = schedule(Collective::all_reduce, "ring", p, 0, n, 8);
+    std::vector<Values> in;
+    for (int r = 0; r < p; ++r) in.push_back(naive_input(Collective::all_reduce, p, r, 0, n));
+    int wrong_runs = 0;
+    for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+      World w(*s, DataType::int64, RedOp::sum, false, direct);
+      std::erase_if(w.program.cmds, [](const StreamCmd& c) { return c.kind == CmdKind::wait; });
+      for (int r = 0; r < p; ++r)
+        std::memcpy(w.ranks[r]->input(), in[r].data(), static_cast<std::size_t>(n * 8));
+      w.run(seed);
+      bool wrong = false;
+      for (int r = 0; r < p; ++r) {
+        Values out(n);
+        std::memcpy(out.data(), w.ranks[r]->output(), static_cast<std::size_t>(n * 8));
+        wrong |= out != naive_output(Collective::all_reduce, RedOp::sum, p, r, 0, n, in);
+      }
+      wrong_runs += wrong ? 1 : 0;
+    }
+    EXPECT_GT(wrong_runs, 0) << "no seed exposed the missing waits" << (direct ? " (direct)" : "");
+  }
+}
+
+// Ring all_reduce reduces every received block straight from the sender:
+// no temp copies in the reduce-scatter half, only the all-gather's copies.
+TEST(MultiRankTest, DirectReducesReplaceTempCopies) {
+  const int p = 4;
+  const std::int64_t n = 4000;
+  const auto s = schedule(Collective::all_reduce, "ring", p, 0, n, 4);
+  World copies(*s, DataType::float32, RedOp::sum, false, false);
+  World direct(*s, DataType::float32, RedOp::sum, false, true);
+  EXPECT_EQ(copies.program.direct_reduces, 0);
+  EXPECT_EQ(copies.program.copies, 2 * p * (p - 1));
+  EXPECT_EQ(direct.program.direct_reduces, p * (p - 1));
+  EXPECT_EQ(direct.program.copies, p * (p - 1));
+  EXPECT_EQ(direct.program.bytes_copied * 2, copies.program.bytes_copied);
+}
+
+TEST(MultiRankTest, CommandsFollowTheRendezvousContract) {
+  // Every copy is preceded, on its stream, by a wait for the sender's ready
+  // event (unless the stream already waited for a later one), and every
+  // waited event was recorded earlier in the list.
+  const auto s = schedule(Collective::all_gather, "ring", 5, 0, 23, 4);
+  World w(*s, DataType::float32, RedOp::sum, false);
+  std::vector<bool> recorded(w.program.event_stream.size(), false);
+  std::int64_t copies = 0;
+  for (const StreamCmd& c : w.program.cmds) {
+    if (c.kind == CmdKind::record) recorded[c.event] = true;
+    if (c.kind == CmdKind::wait) {
+      ASSERT_TRUE(recorded[c.event]) << "wait before record of event " << c.event;
+      ASSERT_NE(w.program.event_stream[c.event], c.stream) << "a stream waits for itself";
+    }
+    if (c.kind == CmdKind::copy) ++copies;
+  }
+  EXPECT_EQ(copies, w.program.copies);
+  // Ring all_gather: p - 1 messages per rank.
+  EXPECT_EQ(copies, 5 * 4);
+}
+
+// A schedule written out by hand.
+class ListSchedule final : public Schedule {
+ public:
+  ListSchedule(ScheduleSpec spec, std::vector<std::vector<Step>> steps, std::int64_t scratch = 0)
+      : Schedule(std::move(spec)), steps_(std::move(steps)), scratch_(scratch) {}
+  Generator<Step> program(int rank) const override { return emit(steps_[rank]); }
+
+ protected:
+  std::int64_t scratch_size(int) const override { return scratch_; }
+
+ private:
+  static Generator<Step> emit(std::vector<Step> steps) {
+    for (Step& s : steps) co_yield s;
+  }
+  std::vector<std::vector<Step>> steps_;
+  std::int64_t scratch_;
+};
+
+ScheduleSpec spec_of(int p, std::int64_t n) {
+  ScheduleSpec s;
+  s.collective = Collective::all_reduce;
+  s.algorithm = "hand";
+  s.ranks = p;
+  s.count = n;
+  s.elem_size = 8;
+  return s;
+}
+
+TEST(MultiRankTest, DeadlockIsReported) {
+  std::vector<std::vector<Step>> steps(2);
+  for (int r = 0; r < 2; ++r) {
+    steps[r].push_back(Step{{recv_op(1 - r, {Buf::output, 0, 1})}});
+    steps[r].push_back(Step{{send_op(1 - r, {Buf::input, 0, 1})}});
+  }
+  ListSchedule s(spec_of(2, 1), steps);
+  try {
+    World w(s, DataType::int64, RedOp::sum, false);
+    FAIL() << "no error";
+  } catch (const ScheduleError& e) {
+    EXPECT_NE(std::string(e.what()).find("deadlock"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rank 0 at step 0"), std::string::npos) << e.what();
+  }
+}
+
+TEST(MultiRankTest, MismatchedMessageSizeIsAnError) {
+  std::vector<std::vector<Step>> steps(2);
+  steps[0].push_back(Step{{send_op(1, {Buf::input, 0, 2})}});
+  steps[1].push_back(Step{{recv_op(0, {Buf::output, 0, 1})}});
+  ListSchedule s(spec_of(2, 2), steps);
+  try {
+    World w(s, DataType::int64, RedOp::sum, false);
+    FAIL() << "no error";
+  } catch (const RuntimeFailure& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 1 expects 8 bytes from rank 0 but it sent 16"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Reduce a received block, then copy the result elsewhere: the plan fuses
+// the two (one pass on the GPU), and both executors still compute it.
+TEST(MultiRankTest, ReduceThenCopyIsFused) {
+  const std::int64_t n = 6;
+  std::vector<std::vector<Step>> steps(2);
+  for (int r = 0; r < 2; ++r) {
+    steps[r].push_back(Step{{copy_op({Buf::input, 0, n}, {Buf::scratch, 0, n})}});
+    steps[r].push_back(Step{{send_op(1 - r, {Buf::input, 0, n}),
+                             recv_op(1 - r, {Buf::scratch, 0, n}, Combine::reduce),
+                             copy_op({Buf::scratch, 0, n}, {Buf::output, 0, n})}});
+  }
+  ListSchedule s(spec_of(2, n), steps, n);
+  const CompiledPlan plan = compile_plan(s, 0, DataType::int64, RedOp::sum, false);
+  EXPECT_EQ(plan.fused_copies, 1);
+  ASSERT_EQ(plan.locals.size(), 2u);  // the scratch copy, then reduce + copy
+  EXPECT_TRUE(plan.locals[1].has_also);
+  EXPECT_EQ(plan.locals[1].also.area, Area::output);
+
+  std::vector<Values> in{naive_input(Collective::all_reduce, 2, 0, 0, n),
+                         naive_input(Collective::all_reduce, 2, 1, 0, n)};
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    const auto out = run_world(s, in, RedOp::sum, false, seed);
+    for (int r = 0; r < 2; ++r)
+      EXPECT_EQ(out[r], naive_output(Collective::all_reduce, RedOp::sum, 2, r, 0, n, in));
+  }
+  // The host executor runs the fused plan too.
+  LoopbackWorld world(2);
+  std::vector<Values> host(2);
+  world.run([&](int rank, Transport& t) {
+    Executor ex(s, rank, DataType::int64, RedOp::sum);
+    std::memcpy(ex.input().data(), in[rank].data(), ex.input().size());
+    ex.run(t);
+    host[rank].resize(n);
+    std::memcpy(host[rank].data(), ex.output().data(), ex.output().size());
+  });
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(host[r], naive_output(Collective::all_reduce, RedOp::sum, 2, r, 0, n, in));
+}
+
+// Each rank sends its output and reduces the peer's into it in the same
+// step: the send must see the value from before the reduce, so this step
+// may not reduce straight from the sender (it falls back to the temp copy).
+TEST(MultiRankTest, ReduceIntoWhatTheStepSendsIsNotDirect) {
+  const std::int64_t n = 5;
+  std::vector<std::vector<Step>> steps(2);
+  for (int r = 0; r < 2; ++r) {
+    // Through scratch, so that copy propagation does not redirect the send
+    // to the input.
+    steps[r].push_back(Step{{copy_op({Buf::input, 0, n}, {Buf::scratch, 0, n})}});
+    steps[r].push_back(Step{{copy_op({Buf::scratch, 0, n}, {Buf::output, 0, n})}});
+    steps[r].push_back(Step{{send_op(1 - r, {Buf::output, 0, n}),
+                             recv_op(1 - r, {Buf::output, 0, n}, Combine::reduce)}});
+  }
+  ListSchedule s(spec_of(2, n), steps, n);
+  std::vector<Values> in{naive_input(Collective::all_reduce, 2, 0, 0, n),
+                         naive_input(Collective::all_reduce, 2, 1, 0, n)};
+  World w(s, DataType::int64, RedOp::sum, false, true);
+  EXPECT_EQ(w.program.direct_reduces, 0);
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    const auto out = run_world(s, in, RedOp::sum, false, seed, true);
+    for (int r = 0; r < 2; ++r)
+      ASSERT_EQ(out[r], naive_output(Collective::all_reduce, RedOp::sum, 2, r, 0, n, in)) << seed;
+  }
+}
+
+TEST(MultiRankTest, CopyOverlappingTheReduceIsNotFused) {
+  const std::int64_t n = 4;
+  std::vector<std::vector<Step>> steps(1);
+  steps[0].push_back(Step{{copy_op({Buf::input, 0, n}, {Buf::scratch, 0, n})}});
+  steps[0].push_back(Step{{reduce_op({Buf::input, 0, n}, {Buf::scratch, 0, n}),
+                           copy_op({Buf::scratch, 0, n}, {Buf::scratch, 2, n})}});
+  ListSchedule s(spec_of(1, n), steps, 2 * n);
+  const CompiledPlan plan = compile_plan(s, 0, DataType::int64, RedOp::sum, false);
+  EXPECT_EQ(plan.fused_copies, 0);
+}
+
+}  // namespace
+}  // namespace collkit::realrun
