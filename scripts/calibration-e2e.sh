@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The measure -> calibrate -> simulate -> compare -> report pipeline of
+# docs/REPORTS.md ("End to end") on this host, at full scale:
+#
+#   mpirun -np NP collkit bench --backend mpi --collective C ... --json m-C.json
+#   collkit calibrate m-*.json --topology BASE -o fit.json
+#   collkit simulate --topology fit.json --collective C ... --json s-C.json
+#   collkit compare s-C.json m-C.json --min-bytes MIN --json cmp-C.json
+#   collkit report s-*.json m-*.json -o report.html
+#
+# Environment (defaults in brackets): OUT [out/calibration-e2e], NP [4],
+# BASE [topologies/bases/host-bus-4.json], COLLECTIVES [all_reduce all_gather
+# reduce_scatter broadcast reduce all_to_all], MINBYTES [4K], MAXBYTES [16M],
+# FACTOR [2], ITERS [20], WARMUP [3], COMPARE_MIN [64K], FIT_MIN [0] (calibrate
+# --min-bytes), COLLKIT [build/cli/collkit]. Needs a build with MPI (scripts/main.sh or test.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+out=${OUT:-out/calibration-e2e}
+np=${NP:-4}
+base=${BASE:-topologies/bases/host-bus-4.json}
+collectives=${COLLECTIVES:-all_reduce all_gather reduce_scatter broadcast reduce all_to_all}
+sizes=(-b "${MINBYTES:-4K}" -e "${MAXBYTES:-16M}" -f "${FACTOR:-2}")
+collkit=${COLLKIT:-build/cli/collkit}
+compare_min=${COMPARE_MIN:-64K}
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mkdir -p "$out"
+rm -f "$out"/m-*.json "$out"/s-*.json "$out"/cmp-*.json "$out"/fit.json "$out"/report.html
+
+measured=()
+for c in $collectives; do
+  echo "== measure $c on $np ranks"
+  mpirun --oversubscribe --bind-to none -np "$np" "$collkit" bench --backend mpi --collective "$c" \
+    "${sizes[@]}" -n "${ITERS:-20}" -w "${WARMUP:-3}" --json "$out/m-$c.json" >"$out/bench-$c.txt"
+  measured+=("$out/m-$c.json")
+done
+
+echo "== calibrate ${measured[*]} on $base"
+"$collkit" calibrate "${measured[@]}" --topology "$base" --min-bytes "${FIT_MIN:-0}" \
+  -o "$out/fit.json" | tee "$out/calibrate.txt" |
+  grep -E '^(#|class|endpoint)'
+
+reports=()
+for c in $collectives; do
+  "$collkit" simulate --topology "$out/fit.json" --collective "$c" "${sizes[@]}" \
+    --json "$out/s-$c.json" >"$out/simulate-$c.txt"
+  echo "== compare $c (sizes >= $compare_min)"
+  "$collkit" compare "$out/s-$c.json" "$out/m-$c.json" --min-bytes "$compare_min" \
+    --json "$out/cmp-$c.json" >"$out/compare-$c.txt"
+  grep '^#' "$out/compare-$c.txt" | head -3
+  reports+=("$out/s-$c.json" "$out/m-$c.json")
+done
+
+# One figure over every collective: the median and p90 of |error| of all
+# matched rows together (compare's own quantile convention).
+python3 - "$out" $collectives <<'EOF' || echo "(python3 missing: per-collective summaries above)"
+import json, sys
+out, colls = sys.argv[1], sys.argv[2:]
+errs = []
+for c in colls:
+    for r in json.load(open(f"{out}/cmp-{c}.json"))["rows"]:
+        if r["rel_error"] is not None:
+            errs.append(abs(r["rel_error"]))
+errs.sort()
+def q(p):
+    pos = p * (len(errs) - 1); lo = int(pos); hi = min(lo + 1, len(errs) - 1)
+    return errs[lo] + (pos - lo) * (errs[hi] - errs[lo])
+print(f"== all collectives: {len(errs)} rows, |error| median {100*q(0.5):.1f}%, p90 {100*q(0.9):.1f}%")
+EOF
+
+"$collkit" report "${reports[@]}" -o "$out/report.html"
+echo "== wrote $out/report.html"
