@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <sstream>
 
+#include "../common/regression_support.h"
 #include "algorithms/error.h"
 #include "reports/planner_model.h"
 #include "reports/report.h"
@@ -18,24 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-template <class F>
-void expect_file_error(F load, std::initializer_list<const char*> parts) {
-  try {
-    load();
-    ADD_FAILURE() << "no error";
-  } catch (const FileError& e) {
-    for (const char* part : parts)
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos)
-          << "missing \"" << part << "\" in: " << e.what();
-  }
-}
+using testing_regression::expect_file_error;
+using testing_regression::read;
 
 void expect_model_error(const std::string& json, std::initializer_list<const char*> parts) {
   expect_file_error([&] { parse_model(json, "bad.json"); }, parts);
