@@ -23,6 +23,7 @@ struct CalibrateArgs {
   std::string output;
   std::string model = "flow";
   std::string min_bytes = "0";
+  double huber = 0;
   int ranks = 0;
 };
 
@@ -40,6 +41,10 @@ void run_calibrate(const CalibrateArgs& a) {
   CalibrateOptions options;
   options.model = parse_net_model(a.model);
   options.min_bytes = a.min_bytes == "0" ? 0 : parse_size("--min-bytes", a.min_bytes);
+  if (!(a.huber >= 0) || a.huber > 10)
+    throw UsageError("--huber: must be a relative error in [0, 10] (0 = least squares), got " +
+                     std::to_string(a.huber));
+  options.huber = a.huber;
   if (a.topology.rfind("astra:", 0) == 0)
     throw UsageError("--topology " + a.topology +
                      ": the fitted file is written in the base's JSON form; give a JSON topology");
@@ -78,6 +83,11 @@ void run_calibrate(const CalibrateArgs& a) {
                 100 * result.median_abs_error, 100 * result.p90_abs_error);
   if (options.min_bytes > 0)
     description += "; rows below " + std::to_string(options.min_bytes) + " bytes left out";
+  if (options.huber > 0) {
+    char loss[96];
+    std::snprintf(loss, sizeof loss, "; Huber loss, threshold %g", options.huber);
+    description += loss;
+  }
   description += "; base " + a.topology + " (sha256 " + base_sha + ")" + summary + ".";
   const std::string text = fitted_topology_text(base_text, a.topology, *base, result, description);
 
@@ -96,8 +106,8 @@ void run_calibrate(const CalibrateArgs& a) {
 void add_calibrate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "calibrate",
-      "Fit a topology's link latency/bandwidth, endpoint overhead and reduce bandwidth to "
-      "measured reports by least squares on simulated times (docs/REPORTS.md)");
+      "Fit a topology's link latency/bandwidth, endpoint overhead, reduce and copy bandwidth "
+      "to measured reports by least squares on simulated times (docs/REPORTS.md)");
   auto a = std::make_shared<CalibrateArgs>();
   cmd->add_option("measured", a->measured, "Measured reports (collkit bench --json)")->required();
   cmd->add_option("--topology", a->topology, "Base topology file (JSON); its form is kept")
@@ -107,6 +117,9 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--model", a->model, "Network model: flow (default) or alpha-beta");
   cmd->add_option("--min-bytes", a->min_bytes,
                   "Leave rows below this size out of the fit (K/M/G suffixes; default 0)");
+  cmd->add_option("--huber", a->huber,
+                  "Robust fit: Huber loss with this relative-error threshold (e.g. 0.1); "
+                  "residuals beyond it weigh linearly (default 0 = least squares)");
   cmd->add_option("--ranks", a->ranks,
                   "Ranks on the topology's first endpoints, as the measured run had them "
                   "(0 = all endpoints)")

@@ -49,6 +49,18 @@ struct Point {
   std::unique_ptr<Schedule> schedule;
 };
 
+// Whether some rank of the schedule copies data locally (a `copy` op of at
+// least one element): only then can the points tell the copy bandwidth.
+bool has_local_copy(const Schedule& s) {
+  for (int r = 0; r < s.ranks(); ++r) {
+    Generator<Step> program = s.program(r);
+    while (program.next())
+      for (const Op& op : program.value().ops)
+        if (op.kind == OpKind::copy && op.src.count > 0) return true;
+  }
+  return false;
+}
+
 bool per_rank_count(Collective c) {
   return c == Collective::all_gather || c == Collective::reduce_scatter ||
          c == Collective::all_to_all || c == Collective::scatter || c == Collective::gather;
@@ -117,6 +129,7 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const T
   std::vector<Point> points;
   std::set<std::tuple<int, std::string, std::int64_t, int, int, int>> distinct;
   bool any_reduction = false;
+  bool any_copy = false;
   for (const CalibrationInput& in : inputs) {
     const Report& r = in.report;
     if (r.mode != ReportMode::measure)
@@ -170,6 +183,7 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const T
         throw FileError(field + ".algorithm: '" + row.algorithm + "': " + e.what());
       }
       any_reduction = any_reduction || is_reduction(row.collective);
+      any_copy = any_copy || has_local_copy(*pt.schedule);
       distinct.emplace(static_cast<int>(row.collective), row.algorithm, row.bytes,
                        static_cast<int>(dtype), static_cast<int>(row.op.value_or(r.op)), spec.root);
       points.push_back(std::move(pt));
@@ -216,6 +230,13 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const T
   if (any_reduction)
     params.push_back(
         {ParamKind::reduce_bw, -1, "endpoint reduce_gbps", trial.endpoint_.reduce_bw, 0, true});
+  // Opt-in: only a base that prices copies (copy_gbps, its value the start)
+  // gets them fitted. Free copies are the boundary of the log-space search,
+  // which a fit started from a finite value does not reach: it would trade
+  // a spurious copy cost against the link bandwidths instead.
+  if (any_copy && trial.endpoint_.copy_bw > 0)
+    params.push_back(
+        {ParamKind::copy_bw, -1, "endpoint copy_gbps", trial.endpoint_.copy_bw, 0, true});
 
   const std::size_t n = params.size();
   if (distinct.size() < n + 1)
@@ -250,19 +271,35 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const T
         case ParamKind::reduce_bw:
           trial.endpoint_.reduce_bw = v;
           break;
+        case ParamKind::copy_bw:
+          trial.endpoint_.copy_bw = v;
+          break;
       }
     }
   };
   SimOptions sim_options;
   sim_options.model = options.model;
   // Relative residuals: every point weighs the same whatever its size.
-  const auto residuals = [&](const std::vector<double>& t) {
+  const auto raw_residuals = [&](const std::vector<double>& t) {
     apply(t);
     std::vector<double> r(points.size());
     for (std::size_t i = 0; i < points.size(); ++i)
       r[i] =
           simulate(*points[i].schedule, trial, sim_options).time * 1e6 / points[i].result->time_us -
           1.0;
+    return r;
+  };
+  // Huber's loss (CalibrateOptions::huber = k): a residual beyond k counts
+  // k * (2|r| - k) instead of r^2, so points the model cannot express pull
+  // the fit linearly, not quadratically. Written as a residual of the same
+  // sign whose square is that loss (smooth at k), so Levenberg-Marquardt
+  // runs unchanged on it.
+  const double k = options.huber;
+  const auto residuals = [&](const std::vector<double>& t) {
+    std::vector<double> r = raw_residuals(t);
+    if (k > 0)
+      for (double& x : r)
+        if (std::abs(x) > k) x = std::copysign(std::sqrt(k * (2 * std::abs(x) - k)), x);
     return r;
   };
   const auto cost_of = [](const std::vector<double>& r) {
@@ -389,7 +426,7 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const T
                                 "that tell them apart (e.g. routes of other hop counts)");
     }
   }
-  r = residuals(theta);  // leaves `trial` at the fitted values
+  r = raw_residuals(theta);  // leaves `trial` at the fitted values
 
   for (std::size_t k = 0; k < n; ++k) {
     params[k].constrained = ever_mattered[k];
@@ -420,6 +457,9 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const T
         break;
       case ParamKind::reduce_bw:
         result.endpoint.reduce_bw = fp.base;
+        break;
+      case ParamKind::copy_bw:
+        result.endpoint.copy_bw = fp.base;
         break;
     }
   }
@@ -527,11 +567,16 @@ std::string fitted_topology_text(const std::string& base_text, const std::string
     endpoint["reduce_gbps"] = result.endpoint.reduce_bw / 1e9;
   else
     endpoint.erase("reduce_gbps");
+  if (result.endpoint.copy_bw > 0)
+    endpoint["copy_gbps"] = result.endpoint.copy_bw / 1e9;
+  else
+    endpoint.erase("copy_gbps");
   if (j.contains("nodes") && j["nodes"].is_array())
     for (Json& node : j["nodes"])
       if (node.is_object()) {
         node.erase("overhead_us");
         node.erase("reduce_gbps");
+        node.erase("copy_gbps");
       }
 
   // Rebuilt in a fixed order: name, description, endpoint, then the form.
@@ -557,7 +602,8 @@ std::string fitted_topology_text(const std::string& base_text, const std::string
     const EndpointProps e = check->endpoint(rank);
     same = std::abs(e.overhead - result.endpoint.overhead) <=
                1e-9 * std::max(result.endpoint.overhead, 1e-12) &&
-           close(e.reduce_bw, result.endpoint.reduce_bw);
+           close(e.reduce_bw, result.endpoint.reduce_bw) &&
+           close(e.copy_bw, result.endpoint.copy_bw);
   }
   if (!same)
     throw FileError(base_file +

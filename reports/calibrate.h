@@ -1,5 +1,6 @@
 // `collkit calibrate`: fits a topology's link-class latency and bandwidth, the
-// endpoint overhead and the reduction bandwidth to measured reports, by least
+// endpoint overhead and the reduction and local-copy bandwidths to measured
+// reports, by least
 // squares on the simulator's own time of each measured schedule (so the fit
 // is of the model the simulator runs, not of a separate formula).
 // docs/REPORTS.md, section "Calibration".
@@ -30,9 +31,14 @@ struct CalibrateOptions {
   // Rows smaller than this are left out of the fit (and counted), for a fit
   // of the sizes that matter to the user; 0 = every row.
   std::int64_t min_bytes = 0;
+  // 0: least squares of the relative errors. k > 0: Huber's loss with
+  // threshold k (a relative error, e.g. 0.1): residuals beyond k weigh
+  // linearly, so a few rows the model cannot express (cache effects, noise)
+  // do not drag the fit of all the others.
+  double huber = 0;
 };
 
-enum class ParamKind : std::uint8_t { latency, bandwidth, overhead, reduce_bw };
+enum class ParamKind : std::uint8_t { latency, bandwidth, overhead, reduce_bw, copy_bw };
 
 // One fitted quantity, SI units (seconds, bytes per second).
 struct FittedParam {

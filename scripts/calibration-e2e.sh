@@ -11,8 +11,12 @@
 # Environment (defaults in brackets): OUT [out/calibration-e2e], NP [4],
 # BASE [topologies/bases/host-bus-4.json], COLLECTIVES [all_reduce all_gather
 # reduce_scatter broadcast reduce all_to_all], MINBYTES [4K], MAXBYTES [16M],
-# FACTOR [2], ITERS [20], WARMUP [3], COMPARE_MIN [64K], FIT_MIN [0] (calibrate
-# --min-bytes), COLLKIT [build/cli/collkit]. Needs a build with MPI (scripts/main.sh or test.sh).
+# FACTOR [2], ITERS [20], WARMUP [3], COMPARE_MIN [64K], HUBER [0] (calibrate
+# --huber), FIT_MIN [0] (calibrate
+# --min-bytes), COLLKIT [build/cli/collkit], MEASURE [1]: 0 keeps the m-*.json
+# already in OUT and only re-fits, re-simulates and re-compares (to try
+# another base or FIT_MIN on one set of measurements).
+# Needs a build with MPI (scripts/main.sh or test.sh) unless MEASURE=0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,10 +30,17 @@ compare_min=${COMPARE_MIN:-64K}
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$out"
-rm -f "$out"/m-*.json "$out"/s-*.json "$out"/cmp-*.json "$out"/fit.json "$out"/report.html
+measure=${MEASURE:-1}
+[ "$measure" = 1 ] && rm -f "$out"/m-*.json
+rm -f "$out"/s-*.json "$out"/cmp-*.json "$out"/fit.json "$out"/report.html
 
 measured=()
 for c in $collectives; do
+  if [ "$measure" != 1 ]; then
+    [ -f "$out/m-$c.json" ] || { echo "MEASURE=0 but $out/m-$c.json is missing" >&2; exit 1; }
+    measured+=("$out/m-$c.json")
+    continue
+  fi
   echo "== measure $c on $np ranks"
   mpirun --oversubscribe --bind-to none -np "$np" "$collkit" bench --backend mpi --collective "$c" \
     "${sizes[@]}" -n "${ITERS:-20}" -w "${WARMUP:-3}" --json "$out/m-$c.json" >"$out/bench-$c.txt"
@@ -37,7 +48,7 @@ for c in $collectives; do
 done
 
 echo "== calibrate ${measured[*]} on $base"
-"$collkit" calibrate "${measured[@]}" --topology "$base" --min-bytes "${FIT_MIN:-0}" \
+"$collkit" calibrate "${measured[@]}" --topology "$base" --min-bytes "${FIT_MIN:-0}" --huber "${HUBER:-0}" \
   -o "$out/fit.json" | tee "$out/calibrate.txt" |
   grep -E '^(#|class|endpoint)'
 

@@ -40,8 +40,8 @@ struct Posted {
 // peer is a cache miss, so a match should need no other line.
 struct alignas(64) RankState {
   Generator<Step> program;
-  double done = 0;           // latest completion among the step's finished ops (>= its start)
-  double local = 0;          // cost of the step's local reductions, paid after its communication
+  double done = 0;   // latest completion among the step's finished ops (>= its start)
+  double local = 0;  // cost of the step's local reductions and copies, paid after its communication
   std::int32_t pending = 0;  // communication ops still outstanding; -1 once finished
   // Unmatched posts whose receiver is this rank (its own receives and sends
   // addressed to it), oldest first: `first`, then the pooled list. Matching
@@ -92,7 +92,7 @@ class Engine {
  private:
   // Runs the rank's steps from time `t` until one communicates (its ops are
   // then posted) or the program ends. Steps with only local ops cost their
-  // reductions and need no event.
+  // reductions and copies and need no event.
   void advance(int rank, double t) {
     RankState& s = ranks_[rank];
     for (;;) {
@@ -114,6 +114,8 @@ class Engine {
           ++comm;
         } else if (op.kind == OpKind::reduce) {
           local += reduce_time(rank, static_cast<double>(op.src.count) * elem_size_);
+        } else if (op.kind == OpKind::copy) {
+          local += copy_time(rank, static_cast<double>(op.src.count) * elem_size_);
         }
       }
       if (comm == 0) {
@@ -131,6 +133,11 @@ class Engine {
 
   double reduce_time(int rank, double bytes) const {
     const double bw = topology_.endpoint(rank).reduce_bw;
+    return bw > 0 ? bytes / bw : 0.0;
+  }
+
+  double copy_time(int rank, double bytes) const {
+    const double bw = topology_.endpoint(rank).copy_bw;
     return bw > 0 ? bytes / bw : 0.0;
   }
 
@@ -333,7 +340,7 @@ class Engine {
 
   // An op of the rank's current step completes at `time` (which may lie
   // ahead of the network clock: nothing else can delay it). The step ends with
-  // its last op; the rank then runs its local reductions and its next step.
+  // its last op; the rank then runs its local reductions and copies and its next step.
   void complete(int rank, double time) {
     RankState& s = ranks_[rank];
     s.done = std::max(s.done, time);

@@ -195,6 +195,7 @@ class Reader {
       base.overhead = us * 1e-6;
     }
     if (find(obj, "reduce_gbps")) base.reduce_bw = bandwidth(obj, path, "reduce_gbps");
+    if (find(obj, "copy_gbps")) base.copy_bw = bandwidth(obj, path, "copy_gbps");
     return base;
   }
 
@@ -437,7 +438,7 @@ std::unique_ptr<Topology> explicit_form(const Reader& rd, const json& top, Endpo
     const std::string p = at("nodes", i);
     const json& n = (*nodes)[i];
     rd.object(n, p);
-    rd.keys(n, p, {"id", "switch", "overhead_us", "reduce_gbps"});
+    rd.keys(n, p, {"id", "switch", "overhead_us", "reduce_gbps", "copy_gbps"});
     std::string id = rd.string(n, p, "id");
     if (id.empty()) rd.fail(field(p, "id"), "must not be empty");
     bool sw = rd.boolean(n, p, "switch", false);
@@ -567,7 +568,7 @@ std::unique_ptr<Topology> parse_topology(const std::string& text, const std::str
   EndpointProps ep;
   if (const json* e = rd.find(top, "endpoint")) {
     rd.object(*e, "endpoint");
-    rd.keys(*e, "endpoint", {"overhead_us", "reduce_gbps"});
+    rd.keys(*e, "endpoint", {"overhead_us", "reduce_gbps", "copy_gbps"});
     ep = rd.endpoint(*e, "endpoint", ep);
   }
   const json* gen = rd.find(top, "generator");

@@ -22,6 +22,7 @@ struct LinkProps {
 struct EndpointProps {
   double overhead = 0;   // seconds per message at the sending endpoint
   double reduce_bw = 0;  // bytes reduced per second; 0 = reductions are free
+  double copy_bw = 0;    // bytes copied locally per second; 0 = local copies are free
 };
 
 class Topology {

@@ -85,6 +85,31 @@ TEST(SimEngine, ReducingReceiveAndLocalReducePayGammaAtTheReceiver) {
   }
 }
 
+TEST(SimEngine, LocalCopiesPayCopyBandwidthAfterTheCommunication) {
+  const double bw = 1e9, lat = 1e-6, rbw = 4e9, cbw = 8e9;
+  const FullyConnected topo(2, bw, lat, EndpointProps{0, rbw, cbw});
+  HandSchedule s(2, /*elem_size=*/4);
+  // Rank 0: a copy-only step (no event), then a send; rank 1: a receive with
+  // a reduce and a copy after it, then a lone copy of 0 elements (free).
+  s.add(0, {copy_op(in(250000), {Buf::output, 0, 250000})});
+  s.add(0, {send_op(1, in(500000))});
+  s.add(1, {recv_op(0, {Buf::scratch, 0, 500000}),
+            reduce_op({Buf::scratch, 0, 500000}, {Buf::output, 0, 500000}),
+            copy_op({Buf::output, 0, 500000}, {Buf::scratch, 0, 500000})});
+  s.add(1, {copy_op(in(0), {Buf::output, 0, 0})});
+  for (NetModel model : kModels) {
+    const SimResult r = run(s, topo, model);
+    const double copied0 = 1e6 / cbw;  // 250000 floats
+    const double arrive = copied0 + lat + 2e6 / bw;
+    expect_rel(r.rank_times[0], arrive);
+    expect_rel(r.rank_times[1], arrive + 2e6 / rbw + 2e6 / cbw);
+  }
+  // Without copy_gbps the copies are free, as before.
+  const FullyConnected free_copies(2, bw, lat, EndpointProps{0, rbw});
+  for (NetModel model : kModels)
+    expect_rel(run(s, free_copies, model).time, lat + 2e6 / bw + 2e6 / rbw);
+}
+
 TEST(SimEngine, FreeReductionsWhenReduceBandwidthIsZero) {
   const FullyConnected topo(2, 1e9, 1e-6);
   const HandSchedule s = one_message(2, 0, 1, 5000, Combine::reduce);

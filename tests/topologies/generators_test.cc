@@ -386,8 +386,9 @@ TEST(Routing, LowestLatencyFirstThenFewestHops) {
 }
 
 TEST(Explicit, RankOrderAndEndpointOverrides) {
-  auto t = load_text(R"({"endpoint": {"overhead_us": 2, "reduce_gbps": 500},
-    "nodes": [{"id": "g0"}, {"id": "g1", "overhead_us": 5}, {"id": "sw", "switch": true}],
+  auto t = load_text(R"({"endpoint": {"overhead_us": 2, "reduce_gbps": 500, "copy_gbps": 80},
+    "nodes": [{"id": "g0"}, {"id": "g1", "overhead_us": 5, "copy_gbps": 20},
+              {"id": "sw", "switch": true}],
     "links": [{"a": "g0", "b": "sw", "bandwidth_gbps": 450, "latency_us": 0.5},
               {"a": "g1", "b": "sw", "bandwidth_gbps": 450, "latency_us": 0.5}],
     "ranks": ["g1", "g0"]})");
@@ -398,6 +399,8 @@ TEST(Explicit, RankOrderAndEndpointOverrides) {
   EXPECT_DOUBLE_EQ(t->endpoint(0).overhead, 5e-6);  // rank 0 is g1
   EXPECT_DOUBLE_EQ(t->endpoint(1).overhead, 2e-6);
   EXPECT_EQ(t->endpoint(0).reduce_bw, 500e9);
+  EXPECT_EQ(t->endpoint(0).copy_bw, 20e9);  // g1's own
+  EXPECT_EQ(t->endpoint(1).copy_bw, 80e9);  // the default
   // Link 2c is a->b of cable c, 2c+1 is b->a.
   EXPECT_EQ(t->link_name(0), "g0->sw");
   EXPECT_EQ(t->link_name(1), "sw->g0");

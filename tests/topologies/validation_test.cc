@@ -66,7 +66,7 @@ TEST(Validation, UnknownKeysEverywhereListValidKeys) {
                {"links[1].bandwith_gbps: unknown key", "bandwidth_gbps"});
   expect_error(R"({"endpoint": {"overhead": 1},
                    "generator": {"kind": "ring", "ranks": 2, "bandwidth_gbps": 1}})",
-               {"endpoint.overhead: unknown key", "overhead_us, reduce_gbps"});
+               {"endpoint.overhead: unknown key", "overhead_us, reduce_gbps, copy_gbps"});
   expect_error(R"({"dims": [{"kind": "ring", "size": 2, "bandwidth_gbps": 1, "lat": 3}]})",
                {"dims[0].lat: unknown key"});
   expect_error(R"({"generator": {"kind": "hierarchical", "nodes": 2, "devices_per_node": 2,
@@ -87,6 +87,13 @@ TEST(Validation, Bandwidth) {
   expect_error(R"({"endpoint": {"reduce_gbps": 0},
                    "generator": {"kind": "ring", "ranks": 2, "bandwidth_gbps": 1}})",
                {"endpoint.reduce_gbps: must be > 0", "got 0"});
+  expect_error(R"({"endpoint": {"copy_gbps": -3},
+                   "generator": {"kind": "ring", "ranks": 2, "bandwidth_gbps": 1}})",
+               {"endpoint.copy_gbps: must be > 0", "-3"});
+  expect_error(explicit_with(R"({"a": "g0", "b": "sw", "bandwidth_gbps": 1},
+                                {"a": "g1", "b": "sw", "bandwidth_gbps": 1})")
+                   .replace(0, 1, R"({"endpoint": {"copy_gbps": "fast"},)"),
+               {"endpoint.copy_gbps", "number"});
 }
 
 TEST(Validation, Latency) {
