@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,6 +39,7 @@ struct SimulateArgs {
   std::string model = "flow";
   std::string segment = "0";
   std::string group = "0";
+  std::string segments_as;
   std::string json_path;
   std::string csv_path;
 };
@@ -139,9 +141,27 @@ void run_simulate(const SimulateArgs& a) {
   if (!a.json_path.empty() && a.json_path == a.csv_path)
     throw UsageError("--json and --csv name the same file '" + a.json_path + "'");
 
+  // --segments-as: the segment choice of a measured run, read before the
+  // topology so that a bad file fails first and alone.
+  std::optional<CostParams> run_model;
+  if (!a.segments_as.empty()) {
+    const Report run = read_report(a.segments_as);
+    run_model = segment_model_of(run, a.segments_as);
+    if (!run_model)
+      throw FileError(a.segments_as +
+                      ": segment_model: missing (the report predates it, or was not "
+                      "written by collkit bench/simulate)");
+    if (sweep.segment_bytes == 0 && run.extra.contains("segment_bytes") &&
+        run.extra["segment_bytes"].is_number_integer())
+      sweep.segment_bytes = run.extra["segment_bytes"].get<std::int64_t>();
+    if (sweep.group_size == 0 && run.extra.contains("group_size") &&
+        run.extra["group_size"].is_number_integer())
+      sweep.group_size = run.extra["group_size"].get<int>();
+  }
+
   const std::unique_ptr<Topology> topology = load_topology(a.topology, ranks);
   sweep.ranks = topology->num_ranks();
-  sweep.model = cost_params_of(*topology, sweep.ranks);
+  sweep.model = run_model.value_or(cost_params_of(*topology, sweep.ranks));
 
   Report report;
   {
@@ -157,6 +177,7 @@ void run_simulate(const SimulateArgs& a) {
   report.extra["step_bytes"] = step;
   if (sweep.segment_bytes > 0) report.extra["segment_bytes"] = sweep.segment_bytes;
   if (sweep.group_size > 0) report.extra["group_size"] = sweep.group_size;
+  report.extra["segment_model"] = segment_model_json(sweep.model);
 
   std::fputs(format_tables(report).c_str(), stdout);
   std::fputs("#\n", stdout);
@@ -198,6 +219,9 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--segment", a->segment,
                   "Segment size in bytes for pipelined algorithms (0 = closed-form optimum)");
   cmd->add_option("--group", a->group, "Group size of hierarchical algorithms (0 = automatic)");
+  cmd->add_option("--segments-as", a->segments_as,
+                  "Choose segment sizes (and --segment/--group when unset) as the run of this "
+                  "report did (its segment_model key), to predict the schedules it measured");
   cmd->add_option("--json", a->json_path, "Write the report as JSON to this file");
   cmd->add_option("--csv", a->csv_path, "Write the rows as CSV to this file");
   cmd->callback([a] { run_simulate(*a); });

@@ -177,6 +177,7 @@ class MpiBackendBase : public BenchBackend {
     spec.root = cfg_.root;
     spec.count = count;
     spec.elem_size = size_of(type);
+    spec.model = kBenchSegmentModel;
     return make_schedule(spec);
   }
 

@@ -160,6 +160,7 @@ BenchConfig parse_config(const BenchArgs& a, int ranks) {
     spec.algorithm = n;
     spec.ranks = ranks;
     spec.root = cfg.root;
+    spec.model = kBenchSegmentModel;
     make_schedule(spec);
   }
   for (const std::string& n : names)
@@ -424,6 +425,7 @@ std::int64_t run_harness(const BenchConfig& cfg, const BenchArgs& args, BenchBac
   if (print) {
     report.best = compute_best(report.results);
     backend.report_extras(report.extra);
+    report.extra["segment_model"] = segment_model_json(kBenchSegmentModel);
     report.extra["iters"] = cfg.iters;
     report.extra["warmup"] = cfg.warmup;
     report.extra["check_iters"] = cfg.check;

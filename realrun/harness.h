@@ -22,6 +22,10 @@
 namespace collkit::realrun {
 
 inline constexpr char kNative[] = "native";
+// The cost parameters every backend picks default segment sizes with (no
+// network is known when measuring); written to the report's
+// extra.segment_model so calibrate and simulate rebuild the same schedules.
+inline constexpr CostParams kBenchSegmentModel{};
 
 enum class Average : int { rank0 = 0, mean = 1, min = 2, max = 3 };
 const char* to_string(Average a);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -61,6 +62,16 @@ bool has_local_copy(const Schedule& s) {
   return false;
 }
 
+// Whether some rank's input plus output exceeds the endpoint's cache.
+bool past_cache(const Schedule& s, const EndpointProps& e) {
+  const ScheduleSpec& spec = s.spec();
+  for (int r = 0; r < s.ranks(); ++r) {
+    const BufferSizes io = io_sizes(spec.collective, s.ranks(), r, spec.root, spec.count);
+    if (static_cast<double>(io.input + io.output) * spec.elem_size > e.cache_bytes) return true;
+  }
+  return false;
+}
+
 bool per_rank_count(Collective c) {
   return c == Collective::all_gather || c == Collective::reduce_scatter ||
          c == Collective::all_to_all || c == Collective::scatter || c == Collective::gather;
@@ -113,8 +124,11 @@ double quantile(std::vector<double> v, double q) {
 
 }  // namespace
 
-CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const Topology& base,
-                            const CalibrateOptions& options) {
+namespace {
+
+// One fit with the base's cache size held fixed.
+CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, const Topology& base,
+                                  const CalibrateOptions& options) {
   if (inputs.empty()) throw UsageError("calibrate: no measured report given");
   const int p = base.num_ranks();
   // Segment sizes follow the base network, as `collkit simulate` chooses
@@ -142,6 +156,7 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const T
           (r.ranks > 0 && r.ranks < base.num_endpoints()
                ? " (--ranks " + std::to_string(r.ranks) + " places them on its first endpoints)"
                : ""));
+    const std::optional<CostParams> run_model = segment_model_of(r, in.file);
     for (std::size_t i = 0; i < r.results.size(); ++i) {
       const ResultRow& row = r.results[i];
       const std::string field = in.file + ": results[" + std::to_string(i) + "]";
@@ -172,7 +187,8 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const T
             1, r.extra["segment_bytes"].get<std::int64_t>() / spec.elem_size);
       if (r.extra.contains("group_size") && r.extra["group_size"].is_number_integer())
         spec.group_size = r.extra["group_size"].get<int>();
-      spec.model = model;
+      // The schedule that ran: segments chosen as the run chose them.
+      spec.model = run_model.value_or(model);
       Point pt;
       pt.file = in.file;
       pt.row = i;
@@ -234,6 +250,15 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const T
   // gets them fitted. Free copies are the boundary of the log-space search,
   // which a fit started from a finite value does not reach: it would trade
   // a spurious copy cost against the link bandwidths instead.
+  // The cache model's factor, when the base has one and some row is past
+  // the cache (else no point could tell it).
+  if (trial.endpoint_.cache_bytes > 0) {
+    bool past = false;
+    for (const Point& pt : points) past = past || past_cache(*pt.schedule, trial.endpoint_);
+    if (past)
+      params.push_back({ParamKind::dram_factor, -1, "endpoint dram_factor",
+                        trial.endpoint_.dram_factor, 0, true});
+  }
   if (any_copy && trial.endpoint_.copy_bw > 0)
     params.push_back(
         {ParamKind::copy_bw, -1, "endpoint copy_gbps", trial.endpoint_.copy_bw, 0, true});
@@ -273,6 +298,9 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const T
           break;
         case ParamKind::copy_bw:
           trial.endpoint_.copy_bw = v;
+          break;
+        case ParamKind::dram_factor:
+          trial.endpoint_.dram_factor = v;
           break;
       }
     }
@@ -461,6 +489,9 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const T
       case ParamKind::copy_bw:
         result.endpoint.copy_bw = fp.base;
         break;
+      case ParamKind::dram_factor:
+        result.endpoint.dram_factor = fp.base;
+        break;
     }
   }
 
@@ -480,10 +511,75 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const T
     abs_err.push_back(std::abs(r[i]));
     result.points.push_back(f);
   }
+  result.loss = cost_of(residuals(theta));
   result.median_abs_error = quantile(abs_err, 0.5);
   result.p90_abs_error = quantile(abs_err, 0.9);
   result.max_abs_error = abs_err.empty() ? 0 : *std::max_element(abs_err.begin(), abs_err.end());
   return result;
+}
+
+// The base with every endpoint's cache size replaced.
+class CacheSized : public Topology {
+ public:
+  CacheSized(const Topology& base, double cache_bytes) : base_(base), cache_bytes_(cache_bytes) {
+    name = base.name;
+  }
+  int num_ranks() const override { return base_.num_ranks(); }
+  std::int64_t num_links() const override { return base_.num_links(); }
+  EndpointProps endpoint(int rank) const override {
+    EndpointProps e = base_.endpoint(rank);
+    e.cache_bytes = cache_bytes_;
+    return e;
+  }
+  LinkProps link(LinkId id) const override { return base_.link(id); }
+  std::string link_name(LinkId id) const override { return base_.link_name(id); }
+  void route(int src, int dst, std::vector<LinkId>& out) const override {
+    base_.route(src, dst, out);
+  }
+  int num_link_classes() const override { return base_.num_link_classes(); }
+  int link_class(LinkId id) const override { return base_.link_class(id); }
+  int num_endpoints() const override { return base_.num_endpoints(); }
+  std::int64_t num_nodes() const override { return base_.num_nodes(); }
+
+ private:
+  const Topology& base_;
+  double cache_bytes_;
+};
+
+}  // namespace
+
+CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const Topology& base,
+                            const CalibrateOptions& options) {
+  const double base_cache = base.num_ranks() > 0 ? base.endpoint(0).cache_bytes : 0;
+  if (!(base_cache > 0)) return calibrate_fixed(inputs, base, options);
+  // The cache size is a threshold: the loss is a step function of it, with
+  // no gradient to follow. So every power of two (MiB) between the smallest
+  // and the largest buffer footprint measured is tried, plus the base's own
+  // value, each with a full fit; the lowest loss wins (the first on ties).
+  double lo = 0, hi = 0;
+  for (const CalibrationInput& in : inputs)
+    for (const ResultRow& row : in.report.results) {
+      if (row.algorithm == "native" || row.bytes < options.min_bytes || row.bytes <= 0) continue;
+      // A rank holds at most input + output <= 2 x the row's bytes (the
+      // bytes of a per-rank collective are its total), at least bytes / p.
+      const double small = static_cast<double>(row.bytes) / std::max(1, base.num_ranks());
+      const double big = 2.0 * static_cast<double>(row.bytes);
+      lo = lo == 0 ? small : std::min(lo, small);
+      hi = std::max(hi, big);
+    }
+  std::vector<double> candidates{base_cache};
+  for (double c = 1048576.0; c <= hi && c <= 1e9 * 1048576.0; c *= 2)
+    if (c >= lo && c != base_cache) candidates.push_back(c);
+  CalibrationResult best;
+  std::vector<std::pair<double, double>> tried;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const CacheSized sized(base, candidates[i]);
+    CalibrationResult r = calibrate_fixed(inputs, sized, options);
+    tried.emplace_back(candidates[i], r.loss);
+    if (i == 0 || r.loss < best.loss) best = std::move(r);
+  }
+  best.cache_candidates = std::move(tried);
+  return best;
 }
 
 namespace {
@@ -571,12 +667,21 @@ std::string fitted_topology_text(const std::string& base_text, const std::string
     endpoint["copy_gbps"] = result.endpoint.copy_bw / 1e9;
   else
     endpoint.erase("copy_gbps");
+  if (result.endpoint.cache_bytes > 0) {
+    endpoint["cache_mb"] = result.endpoint.cache_bytes / 1048576.0;
+    endpoint["dram_factor"] = result.endpoint.dram_factor;
+  } else {
+    endpoint.erase("cache_mb");
+    endpoint.erase("dram_factor");
+  }
   if (j.contains("nodes") && j["nodes"].is_array())
     for (Json& node : j["nodes"])
       if (node.is_object()) {
         node.erase("overhead_us");
         node.erase("reduce_gbps");
         node.erase("copy_gbps");
+        node.erase("cache_mb");
+        node.erase("dram_factor");
       }
 
   // Rebuilt in a fixed order: name, description, endpoint, then the form.
@@ -603,7 +708,9 @@ std::string fitted_topology_text(const std::string& base_text, const std::string
     same = std::abs(e.overhead - result.endpoint.overhead) <=
                1e-9 * std::max(result.endpoint.overhead, 1e-12) &&
            close(e.reduce_bw, result.endpoint.reduce_bw) &&
-           close(e.copy_bw, result.endpoint.copy_bw);
+           close(e.copy_bw, result.endpoint.copy_bw) &&
+           close(e.cache_bytes, result.endpoint.cache_bytes) &&
+           close(e.dram_factor, result.endpoint.dram_factor);
   }
   if (!same)
     throw FileError(base_file +
@@ -619,8 +726,9 @@ std::string format_calibration(const CalibrationResult& result) {
   std::snprintf(line, sizeof line, "%-56s %14s %14s\n", "# parameter", "base", "fitted");
   out += line;
   for (const FittedParam& fp : result.params) {
-    const double scale =
-        fp.kind == ParamKind::latency || fp.kind == ParamKind::overhead ? 1e6 : 1e-9;
+    const double scale = fp.kind == ParamKind::latency || fp.kind == ParamKind::overhead ? 1e6
+                         : fp.kind == ParamKind::dram_factor                             ? 1.0
+                                                                                         : 1e-9;
     std::snprintf(line, sizeof line, "%-56s %14.6g %14.6g%s\n", fp.name.c_str(), fp.base * scale,
                   fp.fitted * scale, fp.constrained ? "" : "  (no point depends on it: kept)");
     out += line;
@@ -632,6 +740,16 @@ std::string format_calibration(const CalibrationResult& result) {
                 100 * result.median_abs_error, 100 * result.p90_abs_error,
                 100 * result.max_abs_error);
   out += line;
+  if (!result.cache_candidates.empty()) {
+    std::snprintf(line, sizeof line, "# cache_mb %g chosen (lowest loss) of:",
+                  result.endpoint.cache_bytes / 1048576.0);
+    out += line;
+    for (const auto& [bytes, loss] : result.cache_candidates) {
+      std::snprintf(line, sizeof line, " %g (%.4g)", bytes / 1048576.0, loss);
+      out += line;
+    }
+    out += "\n";
+  }
   for (const std::string& w : result.warnings) out += "# warning: " + w + "\n";
   if (result.skipped_native > 0)
     out += "# skipped " + std::to_string(result.skipped_native) +

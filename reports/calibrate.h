@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "reports/report.h"
@@ -38,7 +39,14 @@ struct CalibrateOptions {
   double huber = 0;
 };
 
-enum class ParamKind : std::uint8_t { latency, bandwidth, overhead, reduce_bw, copy_bw };
+enum class ParamKind : std::uint8_t {
+  latency,
+  bandwidth,
+  overhead,
+  reduce_bw,
+  copy_bw,
+  dram_factor
+};
 
 // One fitted quantity, SI units (seconds, bytes per second).
 struct FittedParam {
@@ -78,6 +86,11 @@ struct CalibrationResult {
   double median_abs_error = 0;
   double p90_abs_error = 0;
   double max_abs_error = 0;
+  // The loss the fit minimised (sum of squares, or of Huber's loss).
+  double loss = 0;
+  // The cache model (base with cache_mb): the cache sizes tried, each with
+  // its fit's loss, in the order tried; the chosen one is endpoint.cache_bytes.
+  std::vector<std::pair<double, double>> cache_candidates;
 };
 
 // Validates every input against `base` (FileError naming the file and field:

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
 
 #include "algorithms/error.h"
 
@@ -411,5 +413,28 @@ std::string to_csv(const Report& report) {
 }
 
 std::string report_json_text(const Report& report) { return to_json(report).dump(1) + "\n"; }
+
+Json segment_model_json(const CostParams& m) {
+  return Json{{"alpha", m.alpha}, {"beta", m.beta}, {"gamma", m.gamma}};
+}
+
+std::optional<CostParams> segment_model_of(const Report& r, const std::string& file) {
+  if (!r.extra.is_object() || !r.extra.contains("segment_model")) return std::nullopt;
+  const Json& j = r.extra["segment_model"];
+  const std::string field = file + ": segment_model";
+  if (!j.is_object()) throw FileError(field + ": expected an object {alpha, beta, gamma}");
+  CostParams m;
+  for (const auto& [key, slot] : {std::pair<const char*, double*>{"alpha", &m.alpha},
+                                  {"beta", &m.beta},
+                                  {"gamma", &m.gamma}}) {
+    if (!j.contains(key) || !j[key].is_number())
+      throw FileError(field + "." + key + ": expected a number (seconds" +
+                      (std::string(key) == "alpha" ? "" : " per byte") + ")");
+    *slot = j[key].get<double>();
+    if (!(*slot >= 0) || !std::isfinite(*slot))
+      throw FileError(field + "." + key + ": must be finite and >= 0, got " + j[key].dump());
+  }
+  return m;
+}
 
 }  // namespace collkit

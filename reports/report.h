@@ -133,6 +133,15 @@ std::string report_json_text(const Report& report);
 // The printed values of the table columns: the op is "none" for collectives
 // that do not reduce, the root -1 for collectives without one.
 std::string redop_column(Collective c, RedOp op);
+
+// The cost parameters a run chose its default segment sizes with
+// (ScheduleSpec::model), kept in a report's extra.segment_model as
+// {"alpha": s, "beta": s/byte, "gamma": s/byte}, so that calibrate and
+// simulate --segments-as rebuild the very schedules that ran.
+Json segment_model_json(const CostParams& m);
+// nullopt when the report has no segment_model (older files); FileError
+// naming `file` and the field when it is malformed.
+std::optional<CostParams> segment_model_of(const Report& r, const std::string& file);
 int root_column(Collective c, int root);
 
 }  // namespace collkit

@@ -4,7 +4,7 @@
 #
 #   mpirun -np NP collkit bench --backend mpi --collective C ... --json m-C.json
 #   collkit calibrate m-*.json --topology BASE -o fit.json
-#   collkit simulate --topology fit.json --collective C ... --json s-C.json
+#   collkit simulate --topology fit.json --collective C ... --segments-as m-C.json --json s-C.json
 #   collkit compare s-C.json m-C.json --min-bytes MIN --json cmp-C.json
 #   collkit report s-*.json m-*.json -o report.html
 #
@@ -54,7 +54,7 @@ echo "== calibrate ${measured[*]} on $base"
 
 reports=()
 for c in $collectives; do
-  "$collkit" simulate --topology "$out/fit.json" --collective "$c" "${sizes[@]}" \
+  "$collkit" simulate --topology "$out/fit.json" --collective "$c" "${sizes[@]}" --segments-as "$out/m-$c.json" \
     --json "$out/s-$c.json" >"$out/simulate-$c.txt"
   echo "== compare $c (sizes >= $compare_min)"
   "$collkit" compare "$out/s-$c.json" "$out/m-$c.json" --min-bytes "$compare_min" \

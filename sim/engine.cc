@@ -73,6 +73,7 @@ class Engine {
         routes_(route_cache_size(p_)) {
     if (options_.model == NetModel::flow) network_.emplace(topology_);
     if (options_.rank_times) result_.rank_times.assign(static_cast<std::size_t>(p_), 0.0);
+    init_cache_scale();
   }
 
   SimResult run() {
@@ -133,12 +134,31 @@ class Engine {
 
   double reduce_time(int rank, double bytes) const {
     const double bw = topology_.endpoint(rank).reduce_bw;
-    return bw > 0 ? bytes / bw : 0.0;
+    return bw > 0 ? bytes * scale(rank) / bw : 0.0;
   }
 
   double copy_time(int rank, double bytes) const {
     const double bw = topology_.endpoint(rank).copy_bw;
-    return bw > 0 ? bytes / bw : 0.0;
+    return bw > 0 ? bytes * scale(rank) / bw : 0.0;
+  }
+
+  // The cache model (EndpointProps::cache_bytes): ranks whose input plus
+  // output exceed their endpoint's cache get dram_factor, the others 1. Kept
+  // empty (all 1) when no rank is past its cache, so the common case costs
+  // one test per byte count.
+  void init_cache_scale() {
+    const ScheduleSpec& spec = schedule_.spec();
+    for (int r = 0; r < p_; ++r) {
+      const EndpointProps ep = topology_.endpoint(r);
+      if (!(ep.cache_bytes > 0) || ep.dram_factor == 1) continue;
+      const BufferSizes io = io_sizes(spec.collective, p_, r, spec.root, spec.count);
+      if (static_cast<double>(io.input + io.output) * elem_size_ <= ep.cache_bytes) continue;
+      if (scale_.empty()) scale_.assign(static_cast<std::size_t>(p_), 1.0);
+      scale_[static_cast<std::size_t>(r)] = ep.dram_factor;
+    }
+  }
+  double scale(int rank) const {
+    return scale_.empty() ? 1.0 : scale_[static_cast<std::size_t>(rank)];
   }
 
   void post(int rank, const Op& op, double t) {
@@ -316,8 +336,10 @@ class Engine {
     const double arrive = start + topology_.endpoint(src).overhead + r.latency;
     ++result_.messages;
     result_.bytes += bytes;
+    // Past the cache of either end, the data costs dram_factor times more.
+    const double cost_bytes = bytes * std::max(scale(src), scale(dst));
     if (!network_ || bytes == 0) {
-      const double done = bytes == 0 ? arrive : arrive + bytes / r.bottleneck;
+      const double done = bytes == 0 ? arrive : arrive + cost_bytes / r.bottleneck;
       finish_transfer(Transfer{src, dst, bytes, reduce}, done);
       return;
     }
@@ -330,7 +352,7 @@ class Engine {
       transfers_.emplace_back();
     }
     transfers_[tag] = Transfer{src, dst, bytes, reduce};
-    network_->add(arrive, r.slots, r.hops, bytes, tag);
+    network_->add(arrive, r.slots, r.hops, cost_bytes, tag);
   }
 
   void finish_transfer(const Transfer& t, double done) {
@@ -431,6 +453,7 @@ class Engine {
   const SimOptions options_;
   const int p_;
   const int elem_size_;
+  std::vector<double> scale_;  // per rank, from the cache model; empty = 1 for all
   std::vector<RankState> ranks_;
   std::vector<int> ready_;
   std::vector<Posted> posted_;

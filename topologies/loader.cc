@@ -24,6 +24,7 @@ constexpr std::int64_t kMaxRanks = std::int64_t{1} << 30;
 // Latencies are compared in whole picoseconds with 16 bits left for hops
 // (graph routing); one second per link keeps path sums far from overflow.
 constexpr double kMaxLatencyUs = 1e6;
+constexpr double kMaxCacheMb = 1e9;
 constexpr int kMaxFatTreeK = 128;
 // Generators that build an explicit graph (torus with shortest routing,
 // hierarchical) store every node and directed link; beyond 2^22 of either the
@@ -196,6 +197,21 @@ class Reader {
     }
     if (find(obj, "reduce_gbps")) base.reduce_bw = bandwidth(obj, path, "reduce_gbps");
     if (find(obj, "copy_gbps")) base.copy_bw = bandwidth(obj, path, "copy_gbps");
+    if (const json* v = find(obj, "cache_mb")) {
+      const double mb = number(obj, path, "cache_mb", std::nullopt, "");
+      if (!(mb > 0) || mb > kMaxCacheMb)
+        fail(field(path, "cache_mb"), "must be > 0 and at most 1e9 (MiB), got " + show(*v));
+      base.cache_bytes = mb * 1048576.0;
+    }
+    if (const json* v = find(obj, "dram_factor")) {
+      const double f = number(obj, path, "dram_factor", std::nullopt, "");
+      if (!(f > 0) || f > 1e6)
+        fail(field(path, "dram_factor"), "must be > 0 and at most 1e6, got " + show(*v));
+      if (!(base.cache_bytes > 0))
+        fail(field(path, "dram_factor"),
+             "needs cache_mb (the buffer size beyond which it applies), here or in endpoint");
+      base.dram_factor = f;
+    }
     return base;
   }
 
@@ -438,7 +454,8 @@ std::unique_ptr<Topology> explicit_form(const Reader& rd, const json& top, Endpo
     const std::string p = at("nodes", i);
     const json& n = (*nodes)[i];
     rd.object(n, p);
-    rd.keys(n, p, {"id", "switch", "overhead_us", "reduce_gbps", "copy_gbps"});
+    rd.keys(n, p,
+            {"id", "switch", "overhead_us", "reduce_gbps", "copy_gbps", "cache_mb", "dram_factor"});
     std::string id = rd.string(n, p, "id");
     if (id.empty()) rd.fail(field(p, "id"), "must not be empty");
     bool sw = rd.boolean(n, p, "switch", false);
@@ -568,7 +585,7 @@ std::unique_ptr<Topology> parse_topology(const std::string& text, const std::str
   EndpointProps ep;
   if (const json* e = rd.find(top, "endpoint")) {
     rd.object(*e, "endpoint");
-    rd.keys(*e, "endpoint", {"overhead_us", "reduce_gbps", "copy_gbps"});
+    rd.keys(*e, "endpoint", {"overhead_us", "reduce_gbps", "copy_gbps", "cache_mb", "dram_factor"});
     ep = rd.endpoint(*e, "endpoint", ep);
   }
   const json* gen = rd.find(top, "generator");

@@ -247,6 +247,7 @@ class CudaBackend final : public BenchBackend {
     spec.root = cfg_.root;
     spec.count = count;
     spec.elem_size = size_of(type);
+    spec.model = kBenchSegmentModel;
     std::unique_ptr<Schedule> s = make_schedule(spec);
     if (in_place) {
       for (int r = 0; r < ranks_; ++r) {

@@ -148,6 +148,52 @@ TEST_F(SimulateCli, MoreRanksThanTheTopologyHas) {
   EXPECT_EQ(leftovers(), std::vector<std::string>{});
 }
 
+// --segments-as rebuilds the schedules a measured run chose: its
+// segment_model replaces the one the topology gives, and shows in the output.
+TEST_F(SimulateCli, SegmentsAsTakesTheRunsSegmentModel) {
+  const std::string measured = (dir_ / "m.json").string();
+  {
+    // A measured report as collkit bench writes it, with a model far from
+    // fc-8's, so that the pipelined chain cuts other segments.
+    Report m;
+    m.mode = ReportMode::measure;
+    m.backend = Backend::mpi;
+    m.ranks = 8;
+    m.collkit_version = "test";
+    m.extra["segment_model"] = segment_model_json(CostParams{50e-6, 1e-9, 0});
+    std::ofstream(measured) << report_json_text(m);
+  }
+  const std::string args =
+      "--collective broadcast --algorithm pipelined_chain -b 4M -e 4M --json '" + json_path() + "'";
+  ASSERT_EQ(run(args).exit_code, 0);
+  const Report own = read_report(json_path());
+  const RunResult r = run(args + " --segments-as '" + measured + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Report as_run = read_report(json_path());
+  EXPECT_EQ(as_run.extra["segment_model"]["alpha"].get<double>(), 50e-6);
+  EXPECT_EQ(as_run.extra["segment_model"]["beta"].get<double>(), 1e-9);
+  EXPECT_NEAR(own.extra["segment_model"]["alpha"].get<double>(), 1e-6, 1e-15);  // fc-8: 1 us
+  ASSERT_EQ(own.results.size(), 1u);
+  ASSERT_EQ(as_run.results.size(), 1u);
+  // Fewer, larger segments (the run's latency is 50x higher): another time.
+  EXPECT_NE(own.results[0].time_us, as_run.results[0].time_us);
+
+  // A report without the key (older files) is an error naming it; no output.
+  fs::remove(json_path());
+  {
+    Report m;
+    m.mode = ReportMode::measure;
+    m.backend = Backend::mpi;
+    m.ranks = 8;
+    m.collkit_version = "test";
+    std::ofstream(measured) << report_json_text(m);
+  }
+  const RunResult bad = run(args + " --segments-as '" + measured + "'");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("m.json: segment_model: missing"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(json_path()));
+}
+
 TEST_F(SimulateCli, SweepWritesTablesJsonAndCsv) {
   const RunResult r = run("--collective all_reduce --algorithm all -b 8 -e 1M -f 4 --json '" +
                           json_path() + "' --csv '" + csv_path() + "'");

@@ -308,6 +308,91 @@ TEST(Calibrate, HuberLossResistsOutliers) {
     EXPECT_NEAR(f.fitted_us / f.measured_us - 1, f.rel_error, 1e-9);
 }
 
+// The cache model: a truth whose ranks slow down 1.7x past 1 MiB of
+// buffers. The base guesses 4 MiB and no slowdown; calibrate tries the cache
+// sizes and must find 1 MiB (the only one that fits every row exactly) and
+// the factor.
+TEST(Calibrate, FindsTheCacheSizeAndFitsTheDramFactor) {
+  const auto with_cache = [](std::string text, double mb, double factor) {
+    const std::string at = R"("endpoint": {)";
+    return text.insert(text.find(at) + at.size(), R"("cache_mb": )" + std::to_string(mb) +
+                                                      R"(, "dram_factor": )" +
+                                                      std::to_string(factor) + ", ");
+  };
+  const std::unique_ptr<Topology> truth = parse_topology(
+      with_cache(ring_text(kBw / 1e9, kLat * 1e6, kOverhead * 1e6, kReduce / 1e9, kCopy / 1e9), 1,
+                 1.7),
+      "truth.json");
+  const std::string base_text = with_cache(ring_text(10, 5, 0.1, 1000, 100), 4, 1);
+  const std::unique_ptr<Topology> base = parse_topology(base_text, "base.json");
+  std::vector<CalibrationInput> in;
+  for (auto [c, algos] : std::vector<std::pair<Collective, std::string>>{
+           {Collective::all_reduce, "ring,recursive_doubling"},
+           {Collective::all_gather, "ring,recursive_doubling,bruck"}}) {
+    SweepSpec sweep;
+    sweep.collective = c;
+    sweep.algorithms = expand_algorithms(c, algos);
+    sweep.ranks = 4;
+    sweep.sizes = {16384, 262144, 1 << 20, 4 << 20, 16 << 20};
+    sweep.model = cost_params_of(*base, 4);
+    Report m = simulate_sweep(sweep, *truth, {});
+    m.mode = ReportMode::measure;
+    m.topology.reset();
+    in.push_back({"m" + std::to_string(in.size()) + ".json", "0", m});
+  }
+  const CalibrationResult r = calibrate(in, *base);
+  EXPECT_EQ(r.endpoint.cache_bytes, 1048576.0);
+  EXPECT_NEAR(fitted(r, ParamKind::dram_factor) / 1.7, 1, 1e-6);
+  EXPECT_NEAR(fitted(r, ParamKind::bandwidth) / kBw, 1, 1e-6);
+  EXPECT_LT(r.max_abs_error, 1e-6);
+  // The base's own value is tried first, then the powers of two.
+  ASSERT_GE(r.cache_candidates.size(), 4u);
+  EXPECT_EQ(r.cache_candidates[0].first, 4.0 * 1048576);
+  for (const auto& [bytes, loss] : r.cache_candidates)
+    if (bytes != 1048576.0) EXPECT_GT(loss, r.loss) << bytes;
+  const std::string text = fitted_topology_text(base_text, "base.json", *base, r, "d");
+  const Json j = Json::parse(text);
+  EXPECT_EQ(j["endpoint"]["cache_mb"].get<double>(), 1.0);
+  EXPECT_NEAR(j["endpoint"]["dram_factor"].get<double>(), 1.7, 1e-5);
+  EXPECT_NE(format_calibration(r).find("# cache_mb 1 chosen"), std::string::npos);
+}
+
+// Pipelined schedules cut their segments by a cost model; a measured report
+// names the one its run used (segment_model), and the fit must simulate
+// those schedules, not the ones the base's own model would cut.
+TEST(Calibrate, RebuildsTheSchedulesWithTheRunsSegmentModel) {
+  const std::unique_ptr<Topology> truth = parse_topology(
+      ring_text(kBw / 1e9, kLat * 1e6, kOverhead * 1e6, kReduce / 1e9, kCopy / 1e9), "truth.json");
+  const std::unique_ptr<Topology> base = parse_topology(ring_text(10, 5, 0.1, 1000, 100), "b.json");
+  const CostParams run_model{20e-6, 1.0 / 1e9, 0};  // far from the base's: other segments
+  SweepSpec sweep;
+  sweep.collective = Collective::broadcast;
+  sweep.algorithms =
+      expand_algorithms(Collective::broadcast, "pipelined_chain,binomial_tree,linear");
+  sweep.ranks = 4;
+  sweep.sizes = {4096, 65536, 1 << 20, 4 << 20, 16 << 20};
+  sweep.model = run_model;
+  Report m = simulate_sweep(sweep, *truth, {});
+  m.mode = ReportMode::measure;
+  m.topology.reset();
+  m.extra = Json::object();
+  const CalibrationResult blind = calibrate({{"m.json", "0", m}}, *base);
+  m.extra["segment_model"] = segment_model_json(run_model);
+  const CalibrationResult told = calibrate({{"m.json", "0", m}}, *base);
+  EXPECT_LT(told.max_abs_error, 1e-6);
+  EXPECT_GT(blind.max_abs_error, 1e-3);
+  // A malformed key is an error naming the file and the field.
+  m.extra["segment_model"]["beta"] = "fast";
+  try {
+    calibrate({{"m.json", "0", m}}, *base);
+    FAIL() << "expected an error";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("m.json: segment_model.beta: expected a number"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Calibrate, TooFewPointsSaysHowManyMore) {
   const std::unique_ptr<Topology> base =
       parse_topology(ring_text(10, 5, 0.1, 1000, 100), "base.json");

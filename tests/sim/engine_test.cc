@@ -5,9 +5,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "algorithms/error.h"
+#include "algorithms/registry.h"
 #include "tests/sim/sim_test_util.h"
 
 namespace collkit {
@@ -108,6 +110,39 @@ TEST(SimEngine, LocalCopiesPayCopyBandwidthAfterTheCommunication) {
   const FullyConnected free_copies(2, bw, lat, EndpointProps{0, rbw});
   for (NetModel model : kModels)
     expect_rel(run(s, free_copies, model).time, lat + 2e6 / bw + 2e6 / rbw);
+}
+
+// Ring all_gather on a fully connected network: (p - 1) steps of
+// alpha + (n / p) beta, plus the first copy of the own block. Past the cache
+// (input n/p plus output n per rank) every byte costs dram_factor times more;
+// the latency does not.
+TEST(SimEngine, CacheModelScalesBytesPastTheCacheOnly) {
+  const int p = 4;
+  const std::int64_t n = 1 << 20;  // elements of 4 bytes: 4 MiB of output
+  const double bw = 10e9, lat = 3e-6, cbw = 20e9, f = 1.75;
+  const double block = 4.0 * n / p;
+  const double footprint = 4.0 * (n / p + n);  // 5 MiB
+  ScheduleSpec spec;
+  spec.collective = Collective::all_gather;
+  spec.algorithm = "ring";
+  spec.ranks = p;
+  spec.count = n;
+  const std::unique_ptr<Schedule> s = make_schedule(spec);
+  for (NetModel model : kModels) {
+    const auto time_with = [&](double cache_bytes, double factor) {
+      EndpointProps ep{0, 0, cbw, cache_bytes, factor};
+      return run(*s, FullyConnected(p, bw, lat, ep), model).time;
+    };
+    const double cached = (p - 1) * (lat + block / bw) + block / cbw;
+    const double past = (p - 1) * (lat + f * block / bw) + f * block / cbw;
+    expect_rel(time_with(0, 1), cached);              // no cache model
+    expect_rel(time_with(footprint, f), cached);      // fits exactly: cached
+    expect_rel(time_with(footprint - 1, f), past);    // one byte over
+    expect_rel(time_with(footprint - 1, 1), cached);  // factor 1: no change
+    EXPECT_EQ(run(*s, FullyConnected(p, bw, lat, EndpointProps{0, 0, cbw, 1, f}), model).bytes,
+              run(*s, FullyConnected(p, bw, lat, EndpointProps{0, 0, cbw}), model).bytes)
+        << "the bytes reported stay the bytes moved";
+  }
 }
 
 TEST(SimEngine, FreeReductionsWhenReduceBandwidthIsZero) {

@@ -401,6 +401,8 @@ TEST(Explicit, RankOrderAndEndpointOverrides) {
   EXPECT_EQ(t->endpoint(0).reduce_bw, 500e9);
   EXPECT_EQ(t->endpoint(0).copy_bw, 20e9);  // g1's own
   EXPECT_EQ(t->endpoint(1).copy_bw, 80e9);  // the default
+  EXPECT_EQ(t->endpoint(1).cache_bytes, 0);  // no cache model unless asked
+  EXPECT_EQ(t->endpoint(1).dram_factor, 1);
   // Link 2c is a->b of cable c, 2c+1 is b->a.
   EXPECT_EQ(t->link_name(0), "g0->sw");
   EXPECT_EQ(t->link_name(1), "sw->g0");

@@ -66,7 +66,8 @@ TEST(Validation, UnknownKeysEverywhereListValidKeys) {
                {"links[1].bandwith_gbps: unknown key", "bandwidth_gbps"});
   expect_error(R"({"endpoint": {"overhead": 1},
                    "generator": {"kind": "ring", "ranks": 2, "bandwidth_gbps": 1}})",
-               {"endpoint.overhead: unknown key", "overhead_us, reduce_gbps, copy_gbps"});
+               {"endpoint.overhead: unknown key",
+                "overhead_us, reduce_gbps, copy_gbps, cache_mb, dram_factor"});
   expect_error(R"({"dims": [{"kind": "ring", "size": 2, "bandwidth_gbps": 1, "lat": 3}]})",
                {"dims[0].lat: unknown key"});
   expect_error(R"({"generator": {"kind": "hierarchical", "nodes": 2, "devices_per_node": 2,
@@ -87,6 +88,15 @@ TEST(Validation, Bandwidth) {
   expect_error(R"({"endpoint": {"reduce_gbps": 0},
                    "generator": {"kind": "ring", "ranks": 2, "bandwidth_gbps": 1}})",
                {"endpoint.reduce_gbps: must be > 0", "got 0"});
+  expect_error(R"({"endpoint": {"dram_factor": 2},
+                   "generator": {"kind": "ring", "ranks": 2, "bandwidth_gbps": 1}})",
+               {"endpoint.dram_factor: needs cache_mb"});
+  expect_error(R"({"endpoint": {"cache_mb": 0, "dram_factor": 2},
+                   "generator": {"kind": "ring", "ranks": 2, "bandwidth_gbps": 1}})",
+               {"endpoint.cache_mb: must be > 0", "got 0"});
+  expect_error(R"({"endpoint": {"cache_mb": 8, "dram_factor": -1},
+                   "generator": {"kind": "ring", "ranks": 2, "bandwidth_gbps": 1}})",
+               {"endpoint.dram_factor: must be > 0", "-1"});
   expect_error(R"({"endpoint": {"copy_gbps": -3},
                    "generator": {"kind": "ring", "ranks": 2, "bandwidth_gbps": 1}})",
                {"endpoint.copy_gbps: must be > 0", "-3"});
