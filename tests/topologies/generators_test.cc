@@ -399,8 +399,8 @@ TEST(Explicit, RankOrderAndEndpointOverrides) {
   EXPECT_DOUBLE_EQ(t->endpoint(0).overhead, 5e-6);  // rank 0 is g1
   EXPECT_DOUBLE_EQ(t->endpoint(1).overhead, 2e-6);
   EXPECT_EQ(t->endpoint(0).reduce_bw, 500e9);
-  EXPECT_EQ(t->endpoint(0).copy_bw, 20e9);  // g1's own
-  EXPECT_EQ(t->endpoint(1).copy_bw, 80e9);  // the default
+  EXPECT_EQ(t->endpoint(0).copy_bw, 20e9);   // g1's own
+  EXPECT_EQ(t->endpoint(1).copy_bw, 80e9);   // the default
   EXPECT_EQ(t->endpoint(1).cache_bytes, 0);  // no cache model unless asked
   EXPECT_EQ(t->endpoint(1).dram_factor, 1);
   // Link 2c is a->b of cable c, 2c+1 is b->a.
