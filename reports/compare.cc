@@ -107,6 +107,52 @@ Json row_json(const MatchedRow& r) {
 
 }  // namespace
 
+Report median_of_repeats(const std::vector<Report>& repeats,
+                         const std::vector<std::string>& names) {
+  if (repeats.empty()) throw UsageError("no measured report given");
+  Report out = repeats[0];
+  if (repeats.size() == 1) return out;
+  const auto row_name = [](const RowKey& k) {
+    return std::string(to_string(k.collective)) + " " + k.algorithm + " " +
+           std::to_string(k.bytes) + " B " + (k.in_place ? "in-place" : "out-of-place") + " " +
+           k.dtype + " " + k.op + " root " + std::to_string(k.root);
+  };
+  std::map<RowKey, std::vector<double>, KeyLess> times;
+  for (const ResultRow& r : out.results) times[key_of(out, r)];
+  for (std::size_t i = 0; i < repeats.size(); ++i) {
+    const Report& rep = repeats[i];
+    if (rep.ranks != out.ranks)
+      throw FileError(names[i] + ": ranks: " + std::to_string(rep.ranks) + ", but " + names[0] +
+                      " has " + std::to_string(out.ranks) + ": repeats must be of one run");
+    if (rep.results.size() != out.results.size())
+      throw FileError(names[i] + ": results: " + std::to_string(rep.results.size()) +
+                      " rows, but " + names[0] + " has " + std::to_string(out.results.size()) +
+                      ": repeats must be of one run");
+    for (const ResultRow& r : rep.results) {
+      const RowKey k = key_of(rep, r);
+      auto it = times.find(k);
+      if (it == times.end())
+        throw FileError(names[i] + ": results: row " + row_name(k) + " is not in " + names[0] +
+                        ": repeats must be of one run");
+      it->second.push_back(r.time_us);
+    }
+  }
+  for (ResultRow& r : out.results) {
+    const std::vector<double>& t = times[key_of(out, r)];
+    if (t.size() != repeats.size())
+      throw FileError(names[0] + ": results: row " + row_name(key_of(out, r)) +
+                      " appears more than once or not in every repeat");
+    const double median = quantile(t, 0.5);
+    if (r.time_us > 0 && median > 0) {
+      r.algbw_gbps *= r.time_us / median;
+      r.busbw_gbps *= r.time_us / median;
+    }
+    r.time_us = median;
+  }
+  out.best = compute_best(out.results);
+  return out;
+}
+
 double quantile(std::vector<double> values, double q) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());

@@ -55,6 +55,14 @@ CompareResult compare_reports(const Report& predicted, const Report& measured,
                               const std::string& predicted_name = "predicted",
                               const std::string& measured_name = "measured");
 
+// Repeats of one measurement (the same bench command run several times) as
+// one report: the first report's rows, each row's time_us the median over the
+// repeats (the mean of the middle two for an even count) and its bandwidths
+// recomputed from it. Every repeat must hold the same rows (same keys, same
+// ranks); otherwise FileError naming the repeat and the row. One report is
+// returned unchanged.
+Report median_of_repeats(const std::vector<Report>& repeats, const std::vector<std::string>& names);
+
 // The q-quantile (0..1) of `values` with linear interpolation between the
 // closest ranks (numpy's default): position q x (n - 1) of the sorted values.
 // 0 for an empty vector.

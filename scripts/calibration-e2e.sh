@@ -2,20 +2,22 @@
 # The measure -> calibrate -> simulate -> compare -> report pipeline of
 # docs/REPORTS.md ("End to end") on this host, at full scale:
 #
-#   mpirun -np NP collkit bench --backend mpi --collective C ... --json m-C.json
-#   collkit calibrate m-*.json --topology BASE -o fit.json
+#   mpirun -np NP collkit bench --backend mpi --collective C ... --json m-C.json  (x REPEATS)
+#   collkit calibrate m-*.json --topology BASE --huber 0.1 -o fit.json
 #   collkit simulate --topology fit.json --collective C ... --segments-as m-C.json --json s-C.json
-#   collkit compare s-C.json m-C.json --min-bytes MIN --json cmp-C.json
-#   collkit report s-*.json m-*.json -o report.html
+#   collkit compare s-C.json m-C.json m-C.2.json ... --min-bytes 64K --json cmp-C.json
+#   collkit report s-*.json m-C.json ... -o report.html
 #
-# Environment (defaults in brackets): OUT [out/calibration-e2e], NP [4],
-# BASE [topologies/bases/host-bus-4.json], COLLECTIVES [all_reduce all_gather
-# reduce_scatter broadcast reduce all_to_all], MINBYTES [4K], MAXBYTES [16M],
-# FACTOR [2], ITERS [20], WARMUP [3], COMPARE_MIN [64K], HUBER [0] (calibrate
-# --huber), FIT_MIN [0] (calibrate
-# --min-bytes), COLLKIT [build/cli/collkit], MEASURE [1]: 0 keeps the m-*.json
-# already in OUT and only re-fits, re-simulates and re-compares (to try
-# another base or FIT_MIN on one set of measurements).
+# Environment (defaults in brackets):
+#   OUT [out/calibration-e2e], NP [4], BASE [topologies/bases/host-bus-4.json],
+#   COLLECTIVES [all_reduce all_gather reduce_scatter broadcast reduce all_to_all],
+#   MINBYTES [4K], MAXBYTES [16M], FACTOR [2], ITERS [100], WARMUP [5],
+#   REPEATS [3]: runs of every bench (calibrate fits them all; compare takes
+#     each row's median over them),
+#   COMPARE_MIN [64K], HUBER [0.1] (calibrate --huber), FIT_MIN [0] (calibrate
+#     --min-bytes), COLLKIT [build/cli/collkit],
+#   MEASURE [1]: 0 keeps the m-*.json already in OUT and only re-fits,
+#     re-simulates and re-compares (to try another base or FIT_MIN).
 # Needs a build with MPI (scripts/main.sh or test.sh) unless MEASURE=0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,24 +33,37 @@ compare_min=${COMPARE_MIN:-64K}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$out"
 measure=${MEASURE:-1}
-[ "$measure" = 1 ] && rm -f "$out"/m-*.json
+[ "$measure" = 1 ] && rm -f "$out"/m-*.json "$out"/bench-*.txt
 rm -f "$out"/s-*.json "$out"/cmp-*.json "$out"/fit.json "$out"/report.html
 
+# Repeat k of collective C is m-C.json (k = 1) or m-C.k.json. The repeats
+# run one after another over all collectives, so a slow spell of the machine
+# lands in one repeat of several collectives rather than in every repeat of
+# one; compare then takes each row's median over the repeats.
+repeats=${REPEATS:-3}
+repeat_file() { if [ "$2" = 1 ]; then echo "$out/m-$1.json"; else echo "$out/m-$1.$2.json"; fi; }
+if [ "$measure" = 1 ]; then
+  for k in $(seq 1 "$repeats"); do
+    for c in $collectives; do
+      echo "== measure $c on $np ranks (repeat $k of $repeats)"
+      mpirun --oversubscribe --bind-to none -np "$np" "$collkit" bench --backend mpi \
+        --collective "$c" "${sizes[@]}" -n "${ITERS:-100}" -w "${WARMUP:-5}" \
+        --json "$(repeat_file "$c" "$k")" >"$out/bench-$c.$k.txt"
+    done
+  done
+fi
 measured=()
+declare -A repeats_of
 for c in $collectives; do
-  if [ "$measure" != 1 ]; then
-    [ -f "$out/m-$c.json" ] || { echo "MEASURE=0 but $out/m-$c.json is missing" >&2; exit 1; }
-    measured+=("$out/m-$c.json")
-    continue
-  fi
-  echo "== measure $c on $np ranks"
-  mpirun --oversubscribe --bind-to none -np "$np" "$collkit" bench --backend mpi --collective "$c" \
-    "${sizes[@]}" -n "${ITERS:-20}" -w "${WARMUP:-3}" --json "$out/m-$c.json" >"$out/bench-$c.txt"
-  measured+=("$out/m-$c.json")
+  [ -f "$out/m-$c.json" ] || { echo "$out/m-$c.json is missing" >&2; exit 1; }
+  files=("$out/m-$c.json")
+  for k in $(seq 2 99); do [ -f "$out/m-$c.$k.json" ] && files+=("$out/m-$c.$k.json"); done
+  measured+=("${files[@]}")
+  repeats_of[$c]="${files[*]}"
 done
 
 echo "== calibrate ${measured[*]} on $base"
-"$collkit" calibrate "${measured[@]}" --topology "$base" --min-bytes "${FIT_MIN:-0}" --huber "${HUBER:-0}" \
+"$collkit" calibrate "${measured[@]}" --topology "$base" --min-bytes "${FIT_MIN:-0}" --huber "${HUBER:-0.1}" \
   -o "$out/fit.json" | tee "$out/calibrate.txt" |
   grep -E '^(#|class|endpoint)'
 
@@ -57,7 +72,8 @@ for c in $collectives; do
   "$collkit" simulate --topology "$out/fit.json" --collective "$c" "${sizes[@]}" --segments-as "$out/m-$c.json" \
     --json "$out/s-$c.json" >"$out/simulate-$c.txt"
   echo "== compare $c (sizes >= $compare_min)"
-  "$collkit" compare "$out/s-$c.json" "$out/m-$c.json" --min-bytes "$compare_min" \
+  # shellcheck disable=SC2086 # the repeats' paths have no spaces
+  "$collkit" compare "$out/s-$c.json" ${repeats_of[$c]} --min-bytes "$compare_min" \
     --json "$out/cmp-$c.json" >"$out/compare-$c.txt"
   grep '^#' "$out/compare-$c.txt" | head -3
   reports+=("$out/s-$c.json" "$out/m-$c.json")

@@ -155,6 +155,37 @@ TEST_F(ReportCli, ComparePrintsRowsSummaryAndJson) {
   EXPECT_DOUBLE_EQ(j["summary"]["median_abs_error"].get<double>(), 0.2);
 }
 
+// Three repeats: each measured time is the median of its three.
+TEST_F(ReportCli, CompareTakesTheMedianOfRepeats) {
+  Report m = read_report((dir_ / "m.json").string());
+  m.results[0].time_us = 2;    // ring 1 KiB out of place: 8, 2, 12 -> 8
+  m.results[1].time_us = 100;  // in place: 9, 100, 10 -> 10
+  m.results[2].time_us = 30;   // 64 KiB: 25, 30, 40 -> 30
+  write("m2.json", report_json_text(m));
+  m.results[0].time_us = 12;
+  m.results[1].time_us = 10;
+  m.results[2].time_us = 40;
+  write("m3.json", report_json_text(m));
+  const RunResult r = run("compare " + path("s.json") + " " + path("m.json") + " " +
+                          path("m2.json") + " " + path("m3.json") + " --json " + path("c.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("median of 3 ("), std::string::npos) << r.out;
+  const Json j = Json::parse(slurp(dir_ / "c.json"));
+  ASSERT_EQ(j["rows"].size(), 3u);
+  EXPECT_DOUBLE_EQ(j["rows"][0]["measured_us"].get<double>(), 8);
+  EXPECT_DOUBLE_EQ(j["rows"][1]["measured_us"].get<double>(), 10);
+  EXPECT_DOUBLE_EQ(j["rows"][2]["measured_us"].get<double>(), 30);
+  // A repeat of another run is refused by name, and nothing is written.
+  fs::remove(dir_ / "c.json");
+  m.results.pop_back();
+  write("m4.json", report_json_text(m));
+  const RunResult bad = run("compare " + path("s.json") + " " + path("m.json") + " " +
+                            path("m4.json") + " --json " + path("c.json"));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("m4.json: results: 2 rows"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(dir_ / "c.json"));
+}
+
 TEST_F(ReportCli, CompareNotesSwappedArguments) {
   const RunResult r = run("compare " + path("m.json") + " " + path("s.json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;

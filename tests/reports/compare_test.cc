@@ -45,6 +45,56 @@ Report measured5() {
                  row("ring", 8192, 100), row("ring", 16384, 100)});
 }
 
+// Three repeats of one run, rows in different orders: each row's time is
+// the median of its three times, bandwidths follow the time.
+TEST(MedianOfRepeats, EachRowTakesItsMedianTime) {
+  std::vector<ResultRow> a{row("ring", 1024, 10), row("ring", 1024, 30, true),
+                           row("tree", 1024, 7)};
+  a[0].algbw_gbps = 2.0;
+  a[0].busbw_gbps = 3.0;
+  const Report r1 = report(ReportMode::measure, a);
+  const Report r2 = report(ReportMode::measure, {row("tree", 1024, 9), row("ring", 1024, 40),
+                                                 row("ring", 1024, 20, true)});
+  const Report r3 = report(ReportMode::measure, {row("ring", 1024, 20), row("ring", 1024, 60, true),
+                                                 row("tree", 1024, 8)});
+  const Report m = median_of_repeats({r1, r2, r3}, {"a.json", "b.json", "c.json"});
+  ASSERT_EQ(m.results.size(), 3u);
+  EXPECT_EQ(m.results[0].time_us, 20);  // of 10, 40, 20
+  EXPECT_DOUBLE_EQ(m.results[0].algbw_gbps, 1.0);
+  EXPECT_DOUBLE_EQ(m.results[0].busbw_gbps, 1.5);
+  EXPECT_EQ(m.results[1].time_us, 30);  // in place: of 30, 20, 60
+  EXPECT_EQ(m.results[2].time_us, 8);   // of 7, 9, 8
+  // Two repeats: the mean of the two.
+  EXPECT_EQ(median_of_repeats({r1, r2}, {"a", "b"}).results[2].time_us, 8);
+  // One report comes back as it is.
+  EXPECT_EQ(median_of_repeats({r2}, {"b"}).results[0].time_us, 9);
+}
+
+TEST(MedianOfRepeats, RepeatsOfAnotherRunAreRefusedByName) {
+  const Report r1 = report(ReportMode::measure, {row("ring", 1024, 10), row("ring", 2048, 20)});
+  const auto message = [&](const Report& other) {
+    try {
+      median_of_repeats({r1, other}, {"a.json", "b.json"});
+    } catch (const FileError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message(report(ReportMode::measure, {row("ring", 1024, 10), row("ring", 4096, 20)}))
+                .find("b.json: results: row all_reduce ring 4096 B out-of-place"),
+            std::string::npos);
+  EXPECT_NE(
+      message(report(ReportMode::measure, {row("ring", 1024, 10)})).find("b.json: results: 1 rows"),
+      std::string::npos);
+  EXPECT_NE(message(report(ReportMode::measure, {row("ring", 1024, 10), row("ring", 2048, 20)}, 8))
+                .find("b.json: ranks: 8"),
+            std::string::npos);
+  // The same row twice in one repeat (and another missing) is no repeat either.
+  EXPECT_NE(message(report(ReportMode::measure, {row("ring", 1024, 10), row("ring", 1024, 20)}))
+                .find("more than once or not in every repeat"),
+            std::string::npos);
+}
+
 TEST(Quantile, InterpolatesBetweenClosestRanks) {
   EXPECT_DOUBLE_EQ(quantile({}, 0.5), 0);
   EXPECT_DOUBLE_EQ(quantile({3}, 0.9), 3);
