@@ -259,6 +259,11 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
       params.push_back({ParamKind::dram_factor, -1, "endpoint dram_factor",
                         trial.endpoint_.dram_factor, 0, true});
   }
+  // A shared host's cores, when the base has them (flow model only: under
+  // alpha-beta no point depends on them and they are kept).
+  if (trial.endpoint_.host_cores > 0)
+    params.push_back(
+        {ParamKind::host_cores, -1, "endpoint host_cores", trial.endpoint_.host_cores, 0, true});
   if (any_copy && trial.endpoint_.copy_bw > 0)
     params.push_back(
         {ParamKind::copy_bw, -1, "endpoint copy_gbps", trial.endpoint_.copy_bw, 0, true});
@@ -301,6 +306,9 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
           break;
         case ParamKind::dram_factor:
           trial.endpoint_.dram_factor = v;
+          break;
+        case ParamKind::host_cores:
+          trial.endpoint_.host_cores = v;
           break;
       }
     }
@@ -492,6 +500,9 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
       case ParamKind::dram_factor:
         result.endpoint.dram_factor = fp.base;
         break;
+      case ParamKind::host_cores:
+        result.endpoint.host_cores = fp.base;
+        break;
     }
   }
 
@@ -667,6 +678,10 @@ std::string fitted_topology_text(const std::string& base_text, const std::string
     endpoint["copy_gbps"] = result.endpoint.copy_bw / 1e9;
   else
     endpoint.erase("copy_gbps");
+  if (result.endpoint.host_cores > 0)
+    endpoint["host_cores"] = result.endpoint.host_cores;
+  else
+    endpoint.erase("host_cores");
   if (result.endpoint.cache_bytes > 0) {
     endpoint["cache_mb"] = result.endpoint.cache_bytes / 1048576.0;
     endpoint["dram_factor"] = result.endpoint.dram_factor;
@@ -682,6 +697,7 @@ std::string fitted_topology_text(const std::string& base_text, const std::string
         node.erase("copy_gbps");
         node.erase("cache_mb");
         node.erase("dram_factor");
+        node.erase("host_cores");
       }
 
   // Rebuilt in a fixed order: name, description, endpoint, then the form.
@@ -710,7 +726,8 @@ std::string fitted_topology_text(const std::string& base_text, const std::string
            close(e.reduce_bw, result.endpoint.reduce_bw) &&
            close(e.copy_bw, result.endpoint.copy_bw) &&
            close(e.cache_bytes, result.endpoint.cache_bytes) &&
-           close(e.dram_factor, result.endpoint.dram_factor);
+           close(e.dram_factor, result.endpoint.dram_factor) &&
+           close(e.host_cores, result.endpoint.host_cores);
   }
   if (!same)
     throw FileError(base_file +
@@ -727,8 +744,9 @@ std::string format_calibration(const CalibrationResult& result) {
   out += line;
   for (const FittedParam& fp : result.params) {
     const double scale = fp.kind == ParamKind::latency || fp.kind == ParamKind::overhead ? 1e6
-                         : fp.kind == ParamKind::dram_factor                             ? 1.0
-                                                                                         : 1e-9;
+                         : fp.kind == ParamKind::dram_factor || fp.kind == ParamKind::host_cores
+                             ? 1.0
+                             : 1e-9;
     std::snprintf(line, sizeof line, "%-56s %14.6g %14.6g%s\n", fp.name.c_str(), fp.base * scale,
                   fp.fitted * scale, fp.constrained ? "" : "  (no point depends on it: kept)");
     out += line;

@@ -45,7 +45,8 @@ enum class ParamKind : std::uint8_t {
   overhead,
   reduce_bw,
   copy_bw,
-  dram_factor
+  dram_factor,
+  host_cores
 };
 
 // One fitted quantity, SI units (seconds, bytes per second).

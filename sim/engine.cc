@@ -59,6 +59,7 @@ struct Transfer {
   int dst;
   double bytes;
   bool reduce;
+  bool local = false;  // a rank's local work on a shared host (src == dst)
 };
 
 class Engine {
@@ -74,6 +75,7 @@ class Engine {
     if (options_.model == NetModel::flow) network_.emplace(topology_);
     if (options_.rank_times) result_.rank_times.assign(static_cast<std::size_t>(p_), 0.0);
     init_cache_scale();
+    init_shared_hosts();
   }
 
   SimResult run() {
@@ -120,6 +122,14 @@ class Engine {
         }
       }
       if (comm == 0) {
+        if (!core_slot_.empty() && local > 0) {
+          // Local work on a shared host is a flow: the rank waits for it.
+          s.done = t;
+          s.local = 0;
+          s.pending = 1;
+          start_local(rank, t, local);
+          return;
+        }
         t += local;
         continue;
       }
@@ -140,6 +150,45 @@ class Engine {
   double copy_time(int rank, double bytes) const {
     const double bw = topology_.endpoint(rank).copy_bw;
     return bw > 0 ? bytes * scale(rank) / bw : 0.0;
+  }
+
+  // Shared hosts (EndpointProps::host_cores, flow model only): each rank's
+  // local work is a flow of `seconds alone` units over its own core (1 unit
+  // per second) and its host's cores (host_cores units per second), so k
+  // ranks working at once on a host of c cores each run at min(1, c / k).
+  void init_shared_hosts() {
+    if (!network_) return;
+    std::vector<std::uint32_t> host_slot;
+    for (int r = 0; r < p_; ++r) {
+      const EndpointProps ep = topology_.endpoint(r);
+      if (!(ep.host_cores > 0)) continue;
+      if (core_slot_.empty()) {
+        core_slot_.assign(static_cast<std::size_t>(p_), kNil);
+        host_of_.assign(static_cast<std::size_t>(p_), kNil);
+      }
+      const auto h = static_cast<std::size_t>(std::max(ep.host, 0));
+      if (host_slot.size() <= h) host_slot.resize(h + 1, kNil);
+      if (host_slot[h] == kNil) host_slot[h] = network_->add_virtual_link(ep.host_cores);
+      core_slot_[static_cast<std::size_t>(r)] = network_->add_virtual_link(1.0);
+      host_of_[static_cast<std::size_t>(r)] = host_slot[h];
+    }
+  }
+  bool shares_host(int rank) const {
+    return !core_slot_.empty() && core_slot_[static_cast<std::size_t>(rank)] != kNil;
+  }
+  void start_local(int rank, double start, double seconds) {
+    std::uint32_t tag;
+    if (!free_transfers_.empty()) {
+      tag = free_transfers_.back();
+      free_transfers_.pop_back();
+    } else {
+      tag = static_cast<std::uint32_t>(transfers_.size());
+      transfers_.emplace_back();
+    }
+    transfers_[tag] = Transfer{rank, rank, seconds, false, true};
+    const std::uint32_t slots[2] = {core_slot_[static_cast<std::size_t>(rank)],
+                                    host_of_[static_cast<std::size_t>(rank)]};
+    network_->add(start, slots, 2, seconds, tag);
   }
 
   // The cache model (EndpointProps::cache_bytes): ranks whose input plus
@@ -356,7 +405,18 @@ class Engine {
   }
 
   void finish_transfer(const Transfer& t, double done) {
+    if (t.local) {
+      complete(t.src, done);
+      return;
+    }
     complete(t.src, done);
+    if (t.reduce && shares_host(t.dst)) {
+      // On a shared host the reduction is local work after the step's
+      // communication, run as a flow with the rest of it.
+      ranks_[t.dst].local += reduce_time(t.dst, t.bytes);
+      complete(t.dst, done);
+      return;
+    }
     complete(t.dst, t.reduce ? done + reduce_time(t.dst, t.bytes) : done);
   }
 
@@ -373,7 +433,14 @@ class Engine {
     while (!ready_.empty()) {
       const int rank = ready_.back();
       ready_.pop_back();
-      const RankState& s = ranks_[rank];
+      RankState& s = ranks_[rank];
+      if (s.local > 0 && shares_host(rank)) {
+        const double seconds = s.local;
+        s.local = 0;
+        s.pending = 1;
+        start_local(rank, s.done, seconds);
+        continue;
+      }
       advance(rank, s.done + s.local);
     }
   }
@@ -454,6 +521,10 @@ class Engine {
   const int p_;
   const int elem_size_;
   std::vector<double> scale_;  // per rank, from the cache model; empty = 1 for all
+  // Shared hosts: per rank, its core's and its host's virtual link slots
+  // (kNil for a rank whose host does not share); empty = none shares.
+  std::vector<std::uint32_t> core_slot_;
+  std::vector<std::uint32_t> host_of_;
   std::vector<RankState> ranks_;
   std::vector<int> ready_;
   std::vector<Posted> posted_;

@@ -17,6 +17,12 @@ std::uint32_t FlowNetwork::link_slot(LinkId id) {
   return slot;
 }
 
+std::uint32_t FlowNetwork::add_virtual_link(double capacity) {
+  links_.emplace_back();
+  links_.back().capacity = capacity;
+  return static_cast<std::uint32_t>(links_.size() - 1);
+}
+
 void FlowNetwork::schedule(std::uint32_t flow, double time) {
   const std::uint32_t stamp = ++flows_[flow].stamp;
   std::uint64_t bits;

@@ -22,6 +22,9 @@ class FlowNetwork {
   // The dense slot of a link (assigned on first use: topologies such as
   // fully_connected at large p have far more links than a run ever touches).
   std::uint32_t link_slot(LinkId id);
+  // A link of the model that is no link of the topology (a shared host's
+  // cores, a rank's own core), with its capacity in units per second.
+  std::uint32_t add_virtual_link(double capacity);
 
   // A flow of `bytes` (> 0) over the links `slots[0..hops)` that starts
   // occupying them at time `start`; `tag` comes back from pop_at() when its

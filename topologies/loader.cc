@@ -197,6 +197,12 @@ class Reader {
     }
     if (find(obj, "reduce_gbps")) base.reduce_bw = bandwidth(obj, path, "reduce_gbps");
     if (find(obj, "copy_gbps")) base.copy_bw = bandwidth(obj, path, "copy_gbps");
+    if (const json* v = find(obj, "host_cores")) {
+      const double cores = number(obj, path, "host_cores", std::nullopt, "");
+      if (!(cores > 0) || cores > 1e6)
+        fail(field(path, "host_cores"), "must be > 0 and at most 1e6, got " + show(*v));
+      base.host_cores = cores;
+    }
     if (const json* v = find(obj, "cache_mb")) {
       const double mb = number(obj, path, "cache_mb", std::nullopt, "");
       if (!(mb > 0) || mb > kMaxCacheMb)
@@ -450,16 +456,26 @@ std::unique_ptr<Topology> explicit_form(const Reader& rd, const json& top, Endpo
   if (nodes->empty()) rd.fail("nodes", "empty");
   auto g = std::make_unique<GraphTopology>();
   std::unordered_map<std::string, std::pair<int, std::size_t>> ids;  // id -> (node, index)
+  std::unordered_map<std::string, std::int32_t> hosts;               // "host" -> id
   for (std::size_t i = 0; i < nodes->size(); ++i) {
     const std::string p = at("nodes", i);
     const json& n = (*nodes)[i];
     rd.object(n, p);
     rd.keys(n, p,
-            {"id", "switch", "overhead_us", "reduce_gbps", "copy_gbps", "cache_mb", "dram_factor"});
+            {"id", "switch", "host", "overhead_us", "reduce_gbps", "copy_gbps", "cache_mb",
+             "dram_factor", "host_cores"});
     std::string id = rd.string(n, p, "id");
     if (id.empty()) rd.fail(field(p, "id"), "must not be empty");
     bool sw = rd.boolean(n, p, "switch", false);
     EndpointProps node_ep = rd.endpoint(n, p, ep);
+    if (rd.find(n, "host")) {
+      // Hosts are numbered in order of first mention; nodes without "host"
+      // are on host 0, the one the first name gets too.
+      const std::string h = rd.string(n, p, "host");
+      if (h.empty()) rd.fail(field(p, "host"), "must not be empty");
+      node_ep.host = static_cast<std::int32_t>(
+          hosts.try_emplace(h, static_cast<std::int32_t>(hosts.size())).first->second);
+    }
     auto [it, added] = ids.try_emplace(id, static_cast<int>(i), i);
     if (!added) {
       rd.fail(field(p, "id"),
@@ -585,7 +601,8 @@ std::unique_ptr<Topology> parse_topology(const std::string& text, const std::str
   EndpointProps ep;
   if (const json* e = rd.find(top, "endpoint")) {
     rd.object(*e, "endpoint");
-    rd.keys(*e, "endpoint", {"overhead_us", "reduce_gbps", "copy_gbps", "cache_mb", "dram_factor"});
+    rd.keys(*e, "endpoint",
+            {"overhead_us", "reduce_gbps", "copy_gbps", "cache_mb", "dram_factor", "host_cores"});
     ep = rd.endpoint(*e, "endpoint", ep);
   }
   const json* gen = rd.find(top, "generator");

@@ -29,6 +29,11 @@ struct EndpointProps {
   // copies). cache_bytes 0 = no cache model.
   double cache_bytes = 0;
   double dram_factor = 1;
+  // Shared host (flow model only): the local work (reductions, copies) of
+  // the ranks of one host shares host_cores cores' worth of throughput; a
+  // rank alone runs at its own reduce_bw / copy_bw. 0 = never shared.
+  double host_cores = 0;
+  std::int32_t host = 0;  // which host; ranks of equal `host` share its cores
 };
 
 class Topology {

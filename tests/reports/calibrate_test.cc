@@ -193,7 +193,11 @@ TEST(Calibrate, HostBusBaseFitsTheBusAndGroupsItsCollinearLatencies) {
     l["bandwidth_gbps"] = bus ? 7.5 : 4.0;
     l["latency_us"] = bus ? 1.5 : 0.8;
   }
-  truth_json["endpoint"] = {{"overhead_us", 2.0}, {"reduce_gbps", 6.0}, {"copy_gbps", 9.0}};
+  // The base's cache model and shared cores, at other values: local work of
+  // the four ranks shares 1.3 cores' worth, and ranks past 4 MiB of buffers
+  // run 1.4x slower.
+  truth_json["endpoint"] = {{"overhead_us", 2.0}, {"reduce_gbps", 6.0}, {"copy_gbps", 9.0},
+                            {"host_cores", 1.3},  {"cache_mb", 4},      {"dram_factor", 1.4}};
   const std::unique_ptr<Topology> truth = parse_topology(truth_json.dump(), "truth.json");
   std::vector<CalibrationInput> in;
   for (auto [c, algos] : std::vector<std::pair<Collective, std::string>>{
@@ -212,6 +216,12 @@ TEST(Calibrate, HostBusBaseFitsTheBusAndGroupsItsCollinearLatencies) {
   }
   const CalibrationResult r = calibrate(in, *base);
   EXPECT_LT(r.max_abs_error, 1e-6);
+  EXPECT_NEAR(fitted(r, ParamKind::host_cores) / 1.3, 1, 1e-5);
+  EXPECT_NEAR(fitted(r, ParamKind::dram_factor) / 1.4, 1, 1e-5);
+  // No row's footprint lies between 2 and 8 MiB (all_reduce 1 MiB holds
+  // 2 MiB, 8 MiB holds 16): every cache size there fits exactly, and the
+  // first tried of them (2 MiB) is kept.
+  EXPECT_EQ(r.endpoint.cache_bytes, 2.0 * 1048576);
   for (const FittedParam& p : r.params)
     if (p.kind == ParamKind::bandwidth && p.name.find("bus_in->bus_out") != std::string::npos)
       EXPECT_NEAR(p.fitted / 7.5e9, 1, 1e-5);

@@ -145,6 +145,59 @@ TEST(SimEngine, CacheModelScalesBytesPastTheCacheOnly) {
   }
 }
 
+// Shared host: four ranks each reduce 1 MB locally (1 ms alone at 1 GB/s).
+// On a host of c cores they run at min(1, c / 4) each under the flow model;
+// alpha-beta ignores the sharing. Ranks of another host do not slow them.
+TEST(SimEngine, LocalWorkSharesTheHostsCores) {
+  const double rbw = 1e9;
+  HandSchedule s(4, /*elem_size=*/1);
+  for (int r = 0; r < 4; ++r) s.add(r, {reduce_op(in(1000000), {Buf::output, 0, 1000000})});
+  const auto time = [&](double cores, NetModel model) {
+    EndpointProps ep{0, rbw};
+    ep.host_cores = cores;
+    return run(s, FullyConnected(4, 1e9, 0, ep), model).time;
+  };
+  expect_rel(time(0, NetModel::flow), 1e-3);
+  expect_rel(time(4, NetModel::flow), 1e-3);
+  expect_rel(time(2, NetModel::flow), 2e-3);
+  expect_rel(time(1, NetModel::flow), 4e-3);
+  expect_rel(time(1, NetModel::alpha_beta), 1e-3);
+
+  // Two hosts of one core: ranks 0-1 on host 0, 2-3 on host 1. Rank 3 has
+  // no work, so rank 2 has its host's core to itself.
+  SmallGraph g(4, 5);
+  for (int r = 0; r < 4; ++r) g.add_cable(r, 4, 1e9, 0);
+  HandSchedule t(4, 1);
+  for (int r = 0; r < 3; ++r) t.add(r, {reduce_op(in(1000000), {Buf::output, 0, 1000000})});
+  for (int r = 0; r < 4; ++r) {
+    EndpointProps ep{0, rbw};
+    ep.host_cores = 1;
+    ep.host = r < 2 ? 0 : 1;
+    g.set_endpoint(r, ep);
+  }
+  const SimResult shared = run(t, g, NetModel::flow);
+  expect_rel(shared.rank_times[0], 2e-3);
+  expect_rel(shared.rank_times[1], 2e-3);
+  expect_rel(shared.rank_times[2], 1e-3);
+}
+
+// A reducing receive on a shared host reduces after the step's
+// communication, in the host's shared cores: two receivers of one core each
+// get 1 MB (1 ms on the 1 GB/s links) and then reduce at half speed.
+TEST(SimEngine, ReducingReceiveOnASharedHostIsLocalWork) {
+  HandSchedule s(4, 1);
+  s.add(0, {send_op(1, in(1000000))});
+  s.add(2, {send_op(3, in(1000000))});
+  s.add(1, {recv_op(0, {Buf::output, 0, 1000000}, Combine::reduce)});
+  s.add(3, {recv_op(2, {Buf::output, 0, 1000000}, Combine::reduce)});
+  EndpointProps ep{0, 1e9};
+  ep.host_cores = 1;
+  const SimResult r = run(s, FullyConnected(4, 1e9, 0, ep), NetModel::flow);
+  expect_rel(r.rank_times[1], 1e-3 + 2e-3);
+  expect_rel(r.rank_times[3], 1e-3 + 2e-3);
+  expect_rel(r.rank_times[0], 1e-3);
+}
+
 TEST(SimEngine, FreeReductionsWhenReduceBandwidthIsZero) {
   const FullyConnected topo(2, 1e9, 1e-6);
   const HandSchedule s = one_message(2, 0, 1, 5000, Combine::reduce);

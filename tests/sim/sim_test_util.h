@@ -80,10 +80,15 @@ class SmallGraph final : public Topology {
   void set_route(int src, int dst, std::vector<LinkId> links) {
     fixed_[{src, dst}] = std::move(links);
   }
+  // One rank's own endpoint props instead of the common ones.
+  void set_endpoint(int rank, EndpointProps props) { own_endpoint_[rank] = props; }
 
   int num_ranks() const override { return ranks_; }
   std::int64_t num_links() const override { return static_cast<std::int64_t>(links_.size()); }
-  EndpointProps endpoint(int) const override { return endpoint_; }
+  EndpointProps endpoint(int rank) const override {
+    const auto it = own_endpoint_.find(rank);
+    return it == own_endpoint_.end() ? endpoint_ : it->second;
+  }
   LinkProps link(LinkId id) const override { return links_[id].props; }
   std::string link_name(LinkId id) const override {
     std::string out = std::to_string(links_[id].from);
@@ -137,6 +142,7 @@ class SmallGraph final : public Topology {
   std::vector<std::vector<LinkId>> adjacency_;
   std::map<std::pair<int, int>, std::vector<LinkId>> fixed_;
   EndpointProps endpoint_;
+  std::map<int, EndpointProps> own_endpoint_;
 };
 
 // A schedule given as explicit per-rank step lists.

@@ -387,7 +387,7 @@ TEST(Routing, LowestLatencyFirstThenFewestHops) {
 
 TEST(Explicit, RankOrderAndEndpointOverrides) {
   auto t = load_text(R"({"endpoint": {"overhead_us": 2, "reduce_gbps": 500, "copy_gbps": 80},
-    "nodes": [{"id": "g0"}, {"id": "g1", "overhead_us": 5, "copy_gbps": 20},
+    "nodes": [{"id": "g0", "host": "b"}, {"id": "g1", "overhead_us": 5, "copy_gbps": 20, "host": "a"},
               {"id": "sw", "switch": true}],
     "links": [{"a": "g0", "b": "sw", "bandwidth_gbps": 450, "latency_us": 0.5},
               {"a": "g1", "b": "sw", "bandwidth_gbps": 450, "latency_us": 0.5}],
@@ -403,6 +403,9 @@ TEST(Explicit, RankOrderAndEndpointOverrides) {
   EXPECT_EQ(t->endpoint(1).copy_bw, 80e9);   // the default
   EXPECT_EQ(t->endpoint(1).cache_bytes, 0);  // no cache model unless asked
   EXPECT_EQ(t->endpoint(1).dram_factor, 1);
+  EXPECT_EQ(t->endpoint(1).host_cores, 0);
+  EXPECT_EQ(t->endpoint(1).host, 0);  // g0: "b", the first host named
+  EXPECT_EQ(t->endpoint(0).host, 1);  // g1: "a"
   // Link 2c is a->b of cable c, 2c+1 is b->a.
   EXPECT_EQ(t->link_name(0), "g0->sw");
   EXPECT_EQ(t->link_name(1), "sw->g0");

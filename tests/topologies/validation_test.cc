@@ -67,7 +67,7 @@ TEST(Validation, UnknownKeysEverywhereListValidKeys) {
   expect_error(R"({"endpoint": {"overhead": 1},
                    "generator": {"kind": "ring", "ranks": 2, "bandwidth_gbps": 1}})",
                {"endpoint.overhead: unknown key",
-                "overhead_us, reduce_gbps, copy_gbps, cache_mb, dram_factor"});
+                "overhead_us, reduce_gbps, copy_gbps, cache_mb, dram_factor, host_cores"});
   expect_error(R"({"dims": [{"kind": "ring", "size": 2, "bandwidth_gbps": 1, "lat": 3}]})",
                {"dims[0].lat: unknown key"});
   expect_error(R"({"generator": {"kind": "hierarchical", "nodes": 2, "devices_per_node": 2,
@@ -97,6 +97,9 @@ TEST(Validation, Bandwidth) {
   expect_error(R"({"endpoint": {"cache_mb": 8, "dram_factor": -1},
                    "generator": {"kind": "ring", "ranks": 2, "bandwidth_gbps": 1}})",
                {"endpoint.dram_factor: must be > 0", "-1"});
+  expect_error(R"({"endpoint": {"host_cores": 0},
+                   "generator": {"kind": "ring", "ranks": 2, "bandwidth_gbps": 1}})",
+               {"endpoint.host_cores: must be > 0", "got 0"});
   expect_error(R"({"endpoint": {"copy_gbps": -3},
                    "generator": {"kind": "ring", "ranks": 2, "bandwidth_gbps": 1}})",
                {"endpoint.copy_gbps: must be > 0", "-3"});
