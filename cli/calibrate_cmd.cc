@@ -24,6 +24,7 @@ struct CalibrateArgs {
   std::string model = "flow";
   std::string min_bytes = "0";
   double huber = 0;
+  int max_iterations = 100;
   int ranks = 0;
 };
 
@@ -45,6 +46,7 @@ void run_calibrate(const CalibrateArgs& a) {
     throw UsageError("--huber: must be a relative error in [0, 10] (0 = least squares), got " +
                      std::to_string(a.huber));
   options.huber = a.huber;
+  options.max_iterations = a.max_iterations;
   if (a.topology.rfind("astra:", 0) == 0)
     throw UsageError("--topology " + a.topology +
                      ": the fitted file is written in the base's JSON form; give a JSON topology");
@@ -120,6 +122,10 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--huber", a->huber,
                   "Robust fit: Huber loss with this relative-error threshold (e.g. 0.1); "
                   "residuals beyond it weigh linearly (default 0 = least squares)");
+  cmd->add_option("--max-iterations", a->max_iterations,
+                  "Levenberg-Marquardt iterations at most, per fit (default 100); the output "
+                  "says how many ran")
+      ->check(CLI::Range(1, 100000));
   cmd->add_option("--ranks", a->ranks,
                   "Ranks on the topology's first endpoints, as the measured run had them "
                   "(0 = all endpoints)")

@@ -14,7 +14,8 @@
 #   MINBYTES [4K], MAXBYTES [16M], FACTOR [2], ITERS [100], WARMUP [5],
 #   REPEATS [3]: runs of every bench (calibrate fits them all; compare takes
 #     each row's median over them),
-#   COMPARE_MIN [64K], HUBER [0.1] (calibrate --huber), FIT_MIN [0] (calibrate
+#   COMPARE_MIN [64K], HUBER [0.1] (calibrate --huber), FIT_ITERATIONS [100]
+#     (calibrate --max-iterations), FIT_MIN [0] (calibrate
 #     --min-bytes), COLLKIT [build/cli/collkit],
 #   MEASURE [1]: 0 keeps the m-*.json already in OUT and only re-fits,
 #     re-simulates and re-compares (to try another base or FIT_MIN).
@@ -64,6 +65,7 @@ done
 
 echo "== calibrate ${measured[*]} on $base"
 "$collkit" calibrate "${measured[@]}" --topology "$base" --min-bytes "${FIT_MIN:-0}" --huber "${HUBER:-0.1}" \
+  --max-iterations "${FIT_ITERATIONS:-100}" \
   -o "$out/fit.json" | tee "$out/calibrate.txt" |
   grep -E '^(#|class|endpoint)'
 
