@@ -59,7 +59,11 @@ gate_fuzz() {
     # crashes land in $work and are printed.
     mkdir -p "$work/$name.corpus" "$work/$name.crash"
     cp fuzz/corpus/"$name"/* "$work/$name.corpus/"
-    if ! "$exe" -max_total_time="$FUZZ_SECONDS" -timeout=60 -rss_limit_mb=4096 \
+    # ASan otherwise hands freed memory back to the kernel every few
+    # seconds; with a fuzzer's churn that was 60% of the CPU (docs/RESULTS.md,
+    # Fuzzing). Keeping it costs RSS only, which -rss_limit_mb bounds.
+    if ! ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_release_to_os_interval_ms=-1" \
+        "$exe" -max_total_time="$FUZZ_SECONDS" -timeout=60 -rss_limit_mb=4096 \
         -print_final_stats=1 -artifact_prefix="$work/$name.crash/" \
         "$work/$name.corpus" >"$work/$name.log" 2>&1; then
       tail -60 "$work/$name.log"
