@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -60,6 +61,28 @@ bool has_local_copy(const Schedule& s) {
         if (op.kind == OpKind::copy && op.src.count > 0) return true;
   }
   return false;
+}
+
+// Where a fitted parameter lives: its link class's latency or bandwidth, or
+// one of the endpoint's properties.
+double& param_slot(const FittedParam& p, std::vector<LinkProps>& classes, EndpointProps& e) {
+  switch (p.kind) {
+    case ParamKind::latency:
+      return classes[static_cast<std::size_t>(p.link_class)].latency;
+    case ParamKind::bandwidth:
+      return classes[static_cast<std::size_t>(p.link_class)].bandwidth;
+    case ParamKind::overhead:
+      return e.overhead;
+    case ParamKind::reduce_bw:
+      return e.reduce_bw;
+    case ParamKind::copy_bw:
+      return e.copy_bw;
+    case ParamKind::dram_factor:
+      return e.dram_factor;
+    case ParamKind::host_cores:
+      return e.host_cores;
+  }
+  throw std::logic_error("unknown parameter kind");
 }
 
 // Whether some rank's input plus output exceeds the endpoint's cache.
@@ -287,30 +310,7 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
   }
   const auto apply = [&](const std::vector<double>& t) {
     for (std::size_t k = 0; k < n; ++k) {
-      const double v = std::exp(t[k]);
-      switch (params[k].kind) {
-        case ParamKind::latency:
-          trial.classes_[static_cast<std::size_t>(params[k].link_class)].latency = v;
-          break;
-        case ParamKind::bandwidth:
-          trial.classes_[static_cast<std::size_t>(params[k].link_class)].bandwidth = v;
-          break;
-        case ParamKind::overhead:
-          trial.endpoint_.overhead = v;
-          break;
-        case ParamKind::reduce_bw:
-          trial.endpoint_.reduce_bw = v;
-          break;
-        case ParamKind::copy_bw:
-          trial.endpoint_.copy_bw = v;
-          break;
-        case ParamKind::dram_factor:
-          trial.endpoint_.dram_factor = v;
-          break;
-        case ParamKind::host_cores:
-          trial.endpoint_.host_cores = v;
-          break;
-      }
+      param_slot(params[k], trial.classes_, trial.endpoint_) = std::exp(t[k]);
     }
   };
   SimOptions sim_options;
@@ -481,29 +481,7 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
   // Frozen parameters go back to the base value exactly.
   for (const FittedParam& fp : params) {
     if (fp.constrained) continue;
-    switch (fp.kind) {
-      case ParamKind::latency:
-        result.classes[static_cast<std::size_t>(fp.link_class)].latency = fp.base;
-        break;
-      case ParamKind::bandwidth:
-        result.classes[static_cast<std::size_t>(fp.link_class)].bandwidth = fp.base;
-        break;
-      case ParamKind::overhead:
-        result.endpoint.overhead = fp.base;
-        break;
-      case ParamKind::reduce_bw:
-        result.endpoint.reduce_bw = fp.base;
-        break;
-      case ParamKind::copy_bw:
-        result.endpoint.copy_bw = fp.base;
-        break;
-      case ParamKind::dram_factor:
-        result.endpoint.dram_factor = fp.base;
-        break;
-      case ParamKind::host_cores:
-        result.endpoint.host_cores = fp.base;
-        break;
-    }
+    param_slot(fp, result.classes, result.endpoint) = fp.base;
   }
 
   std::vector<double> abs_err;

@@ -177,15 +177,7 @@ class Engine {
     return !core_slot_.empty() && core_slot_[static_cast<std::size_t>(rank)] != kNil;
   }
   void start_local(int rank, double start, double seconds) {
-    std::uint32_t tag;
-    if (!free_transfers_.empty()) {
-      tag = free_transfers_.back();
-      free_transfers_.pop_back();
-    } else {
-      tag = static_cast<std::uint32_t>(transfers_.size());
-      transfers_.emplace_back();
-    }
-    transfers_[tag] = Transfer{rank, rank, seconds, false, true};
+    const std::uint32_t tag = new_transfer(Transfer{rank, rank, seconds, false, true});
     const std::uint32_t slots[2] = {core_slot_[static_cast<std::size_t>(rank)],
                                     host_of_[static_cast<std::size_t>(rank)]};
     network_->add(start, slots, 2, seconds, tag);
@@ -392,6 +384,12 @@ class Engine {
       finish_transfer(Transfer{src, dst, bytes, reduce}, done);
       return;
     }
+    network_->add(arrive, r.slots, r.hops, cost_bytes,
+                  new_transfer(Transfer{src, dst, bytes, reduce}));
+  }
+
+  // The tag of a flow in the network: a transfer slot, reused once free.
+  std::uint32_t new_transfer(const Transfer& t) {
     std::uint32_t tag;
     if (!free_transfers_.empty()) {
       tag = free_transfers_.back();
@@ -400,8 +398,8 @@ class Engine {
       tag = static_cast<std::uint32_t>(transfers_.size());
       transfers_.emplace_back();
     }
-    transfers_[tag] = Transfer{src, dst, bytes, reduce};
-    network_->add(arrive, r.slots, r.hops, cost_bytes, tag);
+    transfers_[tag] = t;
+    return tag;
   }
 
   void finish_transfer(const Transfer& t, double done) {
