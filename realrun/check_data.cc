@@ -86,25 +86,29 @@ std::int64_t count_wrong_typed(const std::byte* a, const std::byte* b, std::int6
 
 }  // namespace
 
-std::int64_t check_value(Collective c, DataType type, RedOp op, int ranks, int rank,
-                         std::int64_t index, std::int64_t iter) {
-  const std::int64_t r = rank, j = index, k = iter;
-  const bool is_unsigned =
-      type == DataType::uint8 || type == DataType::uint32 || type == DataType::uint64;
-  if (!is_reduction(c)) return (r * 131 + j * 7 + k * 13) % 251 - (is_unsigned ? 0 : 125);
+CheckPattern check_pattern(Collective c, RedOp op) {
+  if (!is_reduction(c)) return CheckPattern::data;
   switch (op) {
     case RedOp::sum:
     case RedOp::avg:
-      return (r * 3 + j * 7 + k * 5) % 4 - (is_unsigned ? 0 : 1);
-    case RedOp::prod: {
-      const std::int64_t magnitude = (r + j + k) % ranks == 0 ? 2 : 1;
-      return !is_unsigned && (r * 5 + j * 3 + k) % 3 == 0 ? -magnitude : magnitude;
-    }
+      return CheckPattern::sum;
+    case RedOp::prod:
+      return CheckPattern::prod;
     case RedOp::min:
     case RedOp::max:
-      return (r * 37 + j * 11 + k * 3) % 61 - (is_unsigned ? 0 : 30);
+      return CheckPattern::minmax;
   }
-  return 0;
+  throw UsageError("unknown reduction op code " + std::to_string(static_cast<int>(op)));
+}
+
+bool is_unsigned_type(DataType type) {
+  return type == DataType::uint8 || type == DataType::uint32 || type == DataType::uint64;
+}
+
+std::int64_t check_value(Collective c, DataType type, RedOp op, int ranks, int rank,
+                         std::int64_t index, std::int64_t iter) {
+  return check_pattern_value(check_pattern(c, op), is_unsigned_type(type), ranks, rank, index,
+                             iter);
 }
 
 void fill_check_input(Collective c, DataType type, RedOp op, int ranks, int rank, std::int64_t iter,

@@ -19,9 +19,15 @@
 #include <span>
 
 #include "algorithms/schedule.h"
+#include "realrun/check_value.h"
 #include "reports/dtypes.h"
 
 namespace collkit::realrun {
+
+// The family of check values of (c, op), and whether `type` is unsigned: the
+// arguments of check_pattern_value (realrun/check_value.h).
+CheckPattern check_pattern(Collective c, RedOp op);
+bool is_unsigned_type(DataType type);
 
 // The value of element `index` of `rank`'s input in check iteration `iter`.
 std::int64_t check_value(Collective c, DataType type, RedOp op, int ranks, int rank,

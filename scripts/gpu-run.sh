@@ -4,7 +4,9 @@
 #
 #   device run: carry ["build-gpu"], command "bash scripts/gpu-run.sh all"
 #
-# Stages (one or several, in order): tests sanitizer kernel vranks all.
+# Stages (one or several, in order): unit sweep (together: tests) kernel
+# vranks sanitizer, or all. The
+# measurements come before the sanitizer runs, which are the slowest.
 # Writes at most 8 files under $OUT (the tool's limit): summary.txt,
 # tests.log, sanitizer.log, kernel_bench.json, bench.log, ar_p2.json,
 # ar_p4.json, ar_p8.json. The summary (printed last) has one line per step
@@ -19,7 +21,14 @@ mkdir -p "$out"
 summary="$out/summary.txt"
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(all)
-want() { for s in "${stages[@]}"; do [ "$s" = "$1" ] || [ "$s" = all ] && return 0; done; return 1; }
+# "tests" is "unit sweep".
+want() {
+  for s in "${stages[@]}"; do
+    [ "$s" = "$1" ] || [ "$s" = all ] && return 0
+    [ "$s" = tests ] && { [ "$1" = unit ] || [ "$1" = sweep ]; } && return 0
+  done
+  return 1
+}
 
 # The tests were compiled with absolute paths of the build machine
 # (/work/main/...): make them valid here.
@@ -36,11 +45,14 @@ if ! command -v compute-sanitizer >/dev/null; then
   [ -n "$cs" ] && export PATH="$(dirname "$cs"):$PATH"
 fi
 
+# No step may take the whole call: one that hangs is stopped (rc 124) and the
+# next runs, so the summary still says which step it was.
+step_limit="${STEP_LIMIT:-240}"
 step() {  # step NAME LOG COMMAND...: runs, appends to LOG, records the exit code
   local name="$1" log="$2"
   shift 2
   local t0=$SECONDS
-  { echo "=== $name: $*"; "$@"; } >>"$log" 2>&1
+  { echo "=== $name: $*"; timeout --signal=INT --kill-after=10 "$step_limit" "$@"; } >>"$log" 2>&1
   local rc=$?
   printf '%-44s rc=%-3s %4ss\n' "$name" "$rc" "$((SECONDS - t0))" | tee -a "$summary"
 }
@@ -52,12 +64,14 @@ step() {  # step NAME LOG COMMAND...: runs, appends to LOG, records the exit cod
   echo "compute-sanitizer: $(command -v compute-sanitizer || echo not found)"
 } | tee -a "$summary"
 
-if want tests; then
-  log="$out/tests.log"
+log="$out/tests.log"
+if want unit; then
   for t in realrun_device_reduce realrun_cuda_multirank realrun_cuda_bench_cli \
            realrun_multirank realrun_harness realrun_executor realrun_reduce_host; do
     step "test $t" "$log" "$build/tests/$t" --gtest_brief=1
   done
+fi
+if want sweep; then
   # Every collective x algorithm (+ native where NCCL can) end to end with
   # virtual ranks, checked on the device: P = 3 and 16, last rank as root.
   for p in 3 16; do
@@ -66,8 +80,32 @@ if want tests; then
         --algorithm all -b 4K -e 256K -f 8 -n 1 -w 0 -c 1 -r $((p - 1)) -d all -o all
     done
   done
+fi
+if want unit || want sweep; then
   # Skips would hide a missing device: none is expected here.
-  grep -c "SKIPPED" "$log" | xargs -I{} echo "skipped test lines: {}" | tee -a "$summary"
+  grep "SKIPPED\|skipped" "$log" | sort | uniq -c | tee -a "$summary"
+fi
+
+if want kernel; then
+  # Medians of KERNEL_REPS repetitions, each the mean of event-timed launches
+  # over KERNEL_MIN_TIME seconds; KERNEL_FILTER picks benchmarks (a regex).
+  step "reduce_kernel_bench" "$out/bench.log" "$build/bench/reduce_kernel_bench" \
+    --benchmark_out="$out/kernel_bench.json" --benchmark_out_format=json \
+    --benchmark_min_time="${KERNEL_MIN_TIME:-0.1}" --benchmark_repetitions="${KERNEL_REPS:-5}" \
+    --benchmark_report_aggregates_only=true --benchmark_filter="${KERNEL_FILTER:-.}"
+fi
+
+if want vranks; then
+  log="$out/bench.log"
+  for p in ${VRANKS_P:-2 4 8}; do
+    # Correctness at small sizes (every algorithm, every check), then timing
+    # 1 MiB..1 GiB without checks (the host computes the expected values).
+    [ "${VRANKS_CHECK:-1}" = 1 ] && step "bench cuda -g $p all_reduce check" "$log" "$collkit" bench --backend cuda -g "$p" \
+      --collective all_reduce --algorithm all -b 1K -e 4M -f 16 -n 2 -w 1 -c 2 -d all -o sum
+    step "bench cuda -g $p all_reduce 1M..1G" "$log" "$collkit" bench --backend cuda -g "$p" \
+      --collective all_reduce --algorithm all -b 1M -e 1G -f 4 -n 20 -w 5 -c 0 \
+      --json "$out/ar_p$p.json"
+  done
 fi
 
 if want sanitizer; then
@@ -83,25 +121,6 @@ if want sanitizer; then
   step "racecheck device_reduce (quick)" "$log" env COLLKIT_GPU_TEST_QUICK=1 \
     compute-sanitizer --tool racecheck --error-exitcode 99 "$build/tests/realrun_device_reduce" \
     --gtest_brief=1 --gtest_filter='*MatchesTheHost*'
-fi
-
-if want kernel; then
-  step "reduce_kernel_bench" "$out/bench.log" "$build/bench/reduce_kernel_bench" \
-    --benchmark_out="$out/kernel_bench.json" --benchmark_out_format=json \
-    --benchmark_min_time=0.2
-fi
-
-if want vranks; then
-  log="$out/bench.log"
-  for p in 2 4 8; do
-    # Correctness at small sizes (every algorithm, every check), then timing
-    # 1 MiB..1 GiB without checks (the host computes the expected values).
-    step "bench cuda -g $p all_reduce check" "$log" "$collkit" bench --backend cuda -g "$p" \
-      --collective all_reduce --algorithm all -b 1K -e 4M -f 16 -n 2 -w 1 -c 2 -d all -o sum
-    step "bench cuda -g $p all_reduce 1M..1G" "$log" "$collkit" bench --backend cuda -g "$p" \
-      --collective all_reduce --algorithm all -b 1M -e 1G -f 4 -n 20 -w 5 -c 0 \
-      --json "$out/ar_p$p.json"
-  done
 fi
 
 echo "# summary (also in $summary)"

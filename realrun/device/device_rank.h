@@ -42,7 +42,7 @@ class DeviceRank {
   int device_;
   DeviceBuffer storage_in_, storage_out_, scratch_, temp_, expected_, counter_;
   AreaBases bases_;
-  std::vector<std::byte> host_;  // staging for inputs and expected outputs
+  std::vector<std::byte> host_;  // staging for expected outputs
 };
 
 }  // namespace collkit::realrun

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "realrun/check_value.h"
 #include "reports/dtypes.h"
 
 namespace collkit::realrun {
@@ -31,6 +32,12 @@ void device_finish_avg(DataType type, void* data, std::int64_t count, int ranks,
 // memory.
 void device_count_wrong(DataType type, const void* actual, const void* expected, std::int64_t count,
                         unsigned long long* wrong, cudaStream_t stream);
+
+// out[i] = check_pattern_value(pattern, <type is unsigned>, ranks, rank, i,
+// iter) stored as `type`, for i < count: realrun::fill_check_input computed
+// on the device, so a bench never uploads its inputs from the host.
+void device_fill_check(DataType type, CheckPattern pattern, int ranks, int rank, std::int64_t iter,
+                       void* out, std::int64_t count, cudaStream_t stream);
 
 // The grid used for `work_items` independent items of work on the current
 // device: threads per block and blocks, from the device's multiprocessor

@@ -197,6 +197,32 @@ __global__ void count_wrong_kernel(const T* actual, const T* expected, std::int6
   if ((threadIdx.x & 31) == 0 && mine) atomicAdd(wrong, mine);
 }
 
+// A stored element from a check value (a small integer, exact in every type),
+// converted as realrun/check_data.cc stores it.
+template <typename T>
+__device__ __forceinline__ T from_check_value(std::int64_t v) {
+  return static_cast<T>(v);
+}
+template <>
+__device__ __forceinline__ Half16 from_check_value<Half16>(std::int64_t v) {
+  return to_half(static_cast<float>(v));
+}
+template <>
+__device__ __forceinline__ BFloat16 from_check_value<BFloat16>(std::int64_t v) {
+  return to_bf16(static_cast<float>(v));
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    fill_check_kernel(T* out, std::int64_t count, CheckPattern pattern, int ranks, int rank,
+                      std::int64_t iter) {
+  constexpr bool kUnsigned = std::is_integral_v<T> && std::is_unsigned_v<T>;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += stride)
+    out[i] = from_check_value<T>(check_pattern_value(pattern, kUnsigned, ranks, rank, i, iter));
+}
+
 void check_launch(const char* what) {
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess)
@@ -257,6 +283,13 @@ struct Typed {
     count_wrong_kernel<T>
         <<<lc.blocks, lc.threads, 0, s>>>(static_cast<const T*>(a), static_cast<const T*>(e), n, w);
     check_launch("check kernel");
+  }
+  static void fill(CheckPattern pattern, int ranks, int rank, std::int64_t iter, void* out,
+                   std::int64_t n, cudaStream_t s) {
+    const LaunchConfig lc = launch_config(n);
+    fill_check_kernel<T>
+        <<<lc.blocks, lc.threads, 0, s>>>(static_cast<T*>(out), n, pattern, ranks, rank, iter);
+    check_launch("fill kernel");
   }
 };
 
@@ -338,6 +371,15 @@ void device_count_wrong(DataType type, const void* actual, const void* expected,
                         unsigned long long* wrong, cudaStream_t stream) {
   if (count <= 0) return;
   dispatch(type, [&](auto t) { decltype(t)::wrong(actual, expected, count, wrong, stream); });
+}
+
+void device_fill_check(DataType type, CheckPattern pattern, int ranks, int rank, std::int64_t iter,
+                       void* out, std::int64_t count, cudaStream_t stream) {
+  if (count <= 0) return;
+  if (ranks < 1)
+    throw UsageError("check data needs ranks >= 1 (got " + std::to_string(ranks) + ")");
+  dispatch(type,
+           [&](auto t) { decltype(t)::fill(pattern, ranks, rank, iter, out, count, stream); });
 }
 
 }  // namespace collkit::realrun

@@ -2,7 +2,8 @@
 // reduce_host.h, themselves tested against a naive reference): every type x
 // op on random non-zero data, odd counts, offsets that break the 16-byte
 // alignment of one or both pointers, the fused copy, aliasing dst == src,
-// the avg division and the on-device comparison. Skips without a device.
+// the avg division, the on-device comparison and the on-device fill of the
+// check inputs. Skips without a device.
 #include <gtest/gtest.h>
 
 #ifdef COLLKIT_HAVE_CUDA
@@ -167,6 +168,42 @@ TEST_F(DeviceReduceTest, AvgAndCheckKernelsMatchTheHost) {
       CUDA_CHECK(cudaStreamSynchronize(stream_));
       EXPECT_EQ(static_cast<std::int64_t>(w), count_wrong(t, a, other)) << to_string(t);
       EXPECT_EQ(w, 4u) << to_string(t);
+    }
+  }
+}
+
+// The inputs a bench generates on the device are, byte for byte, the host's
+// fill_check_input (which the expected outputs are computed from): every
+// pattern (data movement and each op), every type, rank counts that make the
+// prod pattern's modulus matter, two check iterations, and a count large
+// enough for the grid-stride loop to go round. The buffer is poisoned first,
+// so an element the kernel skips differs.
+TEST_F(DeviceReduceTest, FillKernelMatchesTheHostFill) {
+  const std::pair<Collective, RedOp> patterns[] = {
+      {Collective::all_gather, RedOp::sum}, {Collective::all_reduce, RedOp::sum},
+      {Collective::reduce, RedOp::avg},     {Collective::reduce_scatter, RedOp::prod},
+      {Collective::all_reduce, RedOp::min}, {Collective::all_reduce, RedOp::max}};
+  for (auto [c, op] : patterns) {
+    for (DataType t : kAllDataTypes) {
+      for (int ranks : {1, 3, 64}) {
+        for (std::int64_t iter : {0, 5}) {
+          const int rank = ranks - 1;
+          const std::int64_t n = ranks == 3 ? (std::int64_t{1} << 22) + 3 : 4097;
+          std::vector<std::byte> want(static_cast<std::size_t>(n * size_of(t)));
+          fill_check_input(c, t, op, ranks, rank, iter, want);
+          DeviceBuffer d(want.size(), 0);
+          CUDA_CHECK(cudaMemset(d.data(), 0x7F, want.size()));
+          device_fill_check(t, check_pattern(c, op), ranks, rank, iter, d.data(), n, stream_);
+          std::vector<std::byte> got(want.size());
+          CUDA_CHECK(
+              cudaMemcpyAsync(got.data(), d.data(), got.size(), cudaMemcpyDeviceToHost, stream_));
+          CUDA_CHECK(cudaStreamSynchronize(stream_));
+          ASSERT_EQ(count_wrong(t, got, want), 0)
+              << to_string(c) << " " << to_string(op) << " " << to_string(t) << " ranks " << ranks
+              << " iter " << iter;
+          ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size()), 0) << to_string(t);
+        }
+      }
     }
   }
 }
