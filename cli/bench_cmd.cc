@@ -44,6 +44,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-g,--ranks", a->ranks,
                   "--backend cuda: ranks, placed round-robin on the visible GPUs; more ranks "
                   "than GPUs = virtual ranks (default: one per GPU)");
+  cmd->add_option("-G,--cudagraph", a->graph,
+                  "--backend cuda: capture the -n timed runs into a CUDA graph and launch it "
+                  "this many times; time = total / (n x launches) (0 = no graph, default)");
   cmd->add_option("--json", a->json_path, "Write the report (JSON) here, atomically");
   // A repeated flag takes its last value (as nccl-tests' getopt loop does)
   // rather than failing inside CLI11 on every rank before MPI is up.

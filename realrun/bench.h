@@ -33,6 +33,7 @@ struct BenchArgs {
   std::string json_path;            // --json
   std::string timeout = "0";        // -T: seconds per collective, 0 = none
   std::string ranks;                // -g/--ranks: ranks of the cuda backend
+  std::string graph = "0";          // -G: CUDA graph launches per measurement (cuda backend)
   std::vector<std::string> extras;  // arguments the command line did not recognise
 };
 

@@ -94,7 +94,7 @@ BenchConfig parse_config(const BenchArgs& a, int ranks) {
     for (const auto& e : a.extras) list += (list.empty() ? "" : " ") + e;
     throw UsageError("unknown argument(s) for bench: " + list +
                      " (flags: --backend --collective --algorithm -b -e -f -i -n -w -c -d -o -r "
-                     "-a -T -g --json)");
+                     "-a -T -g -G --json)");
   }
   BenchConfig cfg;
   cfg.backend = parse_bench_backend(a.backend);
@@ -121,6 +121,9 @@ BenchConfig parse_config(const BenchArgs& a, int ranks) {
                      " ranks (valid: 0.." + std::to_string(ranks - 1) + ")");
   cfg.average = static_cast<Average>(parse_int("-a", a.average, 0, 3));
   cfg.timeout_s = static_cast<double>(parse_int("-T", a.timeout, 0, std::int64_t{7} * 24 * 3600));
+  cfg.graph_launches = static_cast<int>(parse_int("-G", a.graph, 0, 1 << 20));
+  if (cfg.graph_launches > 0 && cfg.backend != Backend::cuda)
+    throw UsageError("-G " + a.graph + ": CUDA graphs are implemented for --backend cuda only");
   if (a.dtype == "all") {
     cfg.dtypes.assign(std::begin(kAllDataTypes), std::end(kAllDataTypes));
   } else {
@@ -179,7 +182,7 @@ std::uint64_t args_hash(const BenchArgs& a) {
   for (const std::string* s :
        {&a.backend, &a.collective, &a.algorithms, &a.min_bytes, &a.max_bytes, &a.step_factor,
         &a.step_bytes, &a.iters, &a.warmup, &a.check, &a.dtype, &a.op, &a.root, &a.average,
-        &a.json_path, &a.timeout, &a.ranks})
+        &a.json_path, &a.timeout, &a.ranks, &a.graph})
     add(*s);
   for (const std::string& e : a.extras) add(e);
   return h;
@@ -319,11 +322,11 @@ std::int64_t run_harness(const BenchConfig& cfg, const BenchArgs& args, BenchBac
                 std::string(to_string(c)).c_str(), title.c_str());
     std::printf(
         "#  minBytes %lld maxBytes %lld step: %lld(%s) warmup iters: %d iters: %d "
-        "validation: %d average: %s\n",
+        "validation: %d average: %s graph: %d\n",
         static_cast<long long>(cfg.min_bytes), static_cast<long long>(cfg.max_bytes),
         static_cast<long long>(cfg.step_factor > 1 ? cfg.step_factor : cfg.step_bytes),
         cfg.step_factor > 1 ? "factor" : "bytes", cfg.warmup, cfg.iters, cfg.check,
-        to_string(cfg.average));
+        to_string(cfg.average), cfg.graph_launches);
     std::printf("#\n");
     for (const std::string& l : lines) std::printf("%s\n", l.c_str());
     std::fflush(stdout);
@@ -431,6 +434,7 @@ std::int64_t run_harness(const BenchConfig& cfg, const BenchArgs& args, BenchBac
     report.extra["check_iters"] = cfg.check;
     report.extra["average"] = to_string(cfg.average);
     report.extra["timeout_s"] = cfg.timeout_s;
+    report.extra["graph_launches"] = cfg.graph_launches;
     report.extra["in_place_unavailable"] = unavailable;
     if (!unavailable_oop.empty()) report.extra["unavailable"] = unavailable_oop;
     std::printf("#\n%s", format_best_summary(report).c_str());

@@ -43,6 +43,9 @@ struct BenchConfig {
   std::vector<RedOp> ops;
   std::string json_path;
   double timeout_s = 0;  // -T; 0 = no watchdog
+  // -G (cuda backend): the -n timed runs are captured once into a CUDA graph
+  // that is launched this many times; 0 = no graph, every run enqueued.
+  int graph_launches = 0;
 };
 
 // The backend named by --backend (UsageError listing the valid ones).

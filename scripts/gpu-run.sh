@@ -5,12 +5,13 @@
 #   device run: carry ["build-gpu"], command "bash scripts/gpu-run.sh all"
 #
 # Stages (one or several, in order): unit sweep (together: tests) kernel
-# vranks sanitizer, or all. The
-# measurements come before the sanitizer runs, which are the slowest.
-# Writes at most 8 files under $OUT (the tool's limit): summary.txt,
-# tests.log, sanitizer.log, kernel_bench.json, bench.log, ar_p2.json,
-# ar_p4.json, ar_p8.json. The summary (printed last) has one line per step
-# with its exit code; the logs have everything. Each stage fits well inside
+# vranks graph sanitizer; "all" is every one but graph. The measurements
+# come before the sanitizer runs, which are the slowest. Writes at most 8
+# files under $OUT (the tool's limit): summary.txt, tests.log,
+# sanitizer.log, kernel_bench.json, bench.log, ar_p2.json, ar_p4.json,
+# ar_p8.json; graph writes graph_p<P>_G<0|10>.json instead of the last four
+# (run it without kernel and vranks). The summary (printed last) has one
+# line per step with its exit code; the logs have everything. Each stage fits well inside
 # one 10-minute call on an H100; "all" is meant for one call, but split it
 # (e.g. "tests sanitizer" then "kernel vranks") if a run comes close.
 set -uo pipefail
@@ -24,7 +25,8 @@ stages=("$@")
 # "tests" is "unit sweep".
 want() {
   for s in "${stages[@]}"; do
-    [ "$s" = "$1" ] || [ "$s" = all ] && return 0
+    [ "$s" = "$1" ] && return 0
+    [ "$s" = all ] && [ "$1" != graph ] && return 0
     [ "$s" = tests ] && { [ "$1" = unit ] || [ "$1" = sweep ]; } && return 0
   done
   return 1
@@ -66,8 +68,8 @@ step() {  # step NAME LOG COMMAND...: runs, appends to LOG, records the exit cod
 
 log="$out/tests.log"
 if want unit; then
-  for t in realrun_device_reduce realrun_cuda_multirank realrun_cuda_bench_cli \
-           realrun_multirank realrun_harness realrun_executor realrun_reduce_host; do
+  for t in ${UNIT_TESTS:-realrun_device_reduce realrun_cuda_multirank realrun_cuda_bench_cli \
+           realrun_multirank realrun_harness realrun_executor realrun_reduce_host}; do
     step "test $t" "$log" "$build/tests/$t" --gtest_brief=1
   done
 fi
@@ -105,6 +107,19 @@ if want vranks; then
     step "bench cuda -g $p all_reduce 1M..1G" "$log" "$collkit" bench --backend cuda -g "$p" \
       --collective all_reduce --algorithm all -b 1M -e 1G -f 4 -n 20 -w 5 -c 0 \
       --json "$out/ar_p$p.json"
+  done
+fi
+
+if want graph; then
+  # -G: the same all_reduce runs enqueued directly and through a CUDA graph,
+  # side by side per P, with checks; small sizes are where launches dominate.
+  log="$out/bench.log"
+  for p in ${GRAPH_P:-2 8}; do
+    for g in 0 10; do
+      step "bench cuda -g $p all_reduce -G $g" "$log" "$collkit" bench --backend cuda -g "$p" \
+        --collective all_reduce --algorithm all -b 1K -e 16M -f 4 -n 20 -w 5 -c 1 -G "$g" \
+        --json "$out/graph_p${p}_G$g.json"
+    done
   done
 fi
 

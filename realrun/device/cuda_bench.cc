@@ -23,13 +23,37 @@
 namespace collkit::realrun {
 namespace {
 
+// An instantiated CUDA graph (-G), destroyed with its template.
+class CudaGraph {
+ public:
+  CudaGraph() = default;
+  CudaGraph(const CudaGraph&) = delete;
+  CudaGraph& operator=(const CudaGraph&) = delete;
+  ~CudaGraph() {
+    if (exec_) cudaGraphExecDestroy(exec_);
+    if (graph_) cudaGraphDestroy(graph_);
+  }
+  // Ends the capture on `stream`; when `instantiate`, makes the executable.
+  void end_capture(cudaStream_t stream, bool instantiate) {
+    const cudaError_t e = cudaStreamEndCapture(stream, &graph_);
+    if (!instantiate) return;
+    CUDA_CHECK(e);
+    CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+  }
+  cudaGraphExec_t exec() const { return exec_; }
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
 // The per-rank device buffers and the timing scaffolding shared by the
 // schedule and native measurements.
 class CudaMeasurementBase : public Measurement {
  public:
   CudaMeasurementBase(std::vector<CompiledPlan> plans, const std::vector<int>& rank_device,
-                      int root, std::int64_t count)
-      : plans_(std::move(plans)), root_(root), count_(count) {
+                      int root, std::int64_t count, int graph_launches)
+      : plans_(std::move(plans)), root_(root), count_(count), graph_launches_(graph_launches) {
     for (std::size_t r = 0; r < plans_.size(); ++r)
       ranks_.push_back(std::make_unique<DeviceRank>(plans_[r], rank_device[r]));
   }
@@ -45,6 +69,22 @@ class CudaMeasurementBase : public Measurement {
     DeviceGuard g(ranks_[0]->device());
     cudaStream_t main = main_stream();
     join(main);
+    if (graph_launches_ > 0) {
+      // As nccl-tests -G: the -n runs captured once, the graph launched -G
+      // times; the capture itself is not timed.
+      CudaGraph graph;
+      capture(main, iters, graph);
+      CUDA_CHECK(cudaEventRecord(start_->get(), main));
+      for (int l = 0; l < graph_launches_; ++l) {
+        for (int i = 0; i < iters; ++i) ctx.before_run();
+        CUDA_CHECK(cudaGraphLaunch(graph.exec(), main));
+      }
+      CUDA_CHECK(cudaEventRecord(stop_->get(), main));
+      CUDA_CHECK(cudaEventSynchronize(stop_->get()));
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, start_->get(), stop_->get()));
+      return static_cast<double>(ms) * 1e3 / (static_cast<double>(iters) * graph_launches_);
+    }
     CUDA_CHECK(cudaEventRecord(start_->get(), main));
     start_all(start_->get());
     for (int i = 0; i < iters; ++i) {
@@ -84,20 +124,40 @@ class CudaMeasurementBase : public Measurement {
     DeviceGuard g(ranks_[0]->device());
     start_ = std::make_unique<CudaEvent>(ranks_[0]->device(), true);
     stop_ = std::make_unique<CudaEvent>(ranks_[0]->device(), true);
+    fork_ = std::make_unique<CudaEvent>(ranks_[0]->device(), false);
+  }
+  // Captures `iters` runs into `graph`: the rank streams join the capture of
+  // `main` through an event recorded in it, and `main` joins them at the end,
+  // so every command of every stream, with the event order between them,
+  // becomes one graph.
+  void capture(cudaStream_t main, int iters, CudaGraph& graph) {
+    CUDA_CHECK(cudaStreamBeginCapture(main, cudaStreamCaptureModeRelaxed));
+    try {
+      CUDA_CHECK(cudaEventRecord(fork_->get(), main));
+      start_all(fork_->get());
+      for (int i = 0; i < iters; ++i) enqueue();
+      join(main);
+    } catch (...) {
+      graph.end_capture(main, false);
+      throw;
+    }
+    graph.end_capture(main, true);
   }
 
   std::vector<CompiledPlan> plans_;
   std::vector<std::unique_ptr<DeviceRank>> ranks_;
   int root_;
   std::int64_t count_;
-  std::unique_ptr<CudaEvent> start_, stop_;
+  int graph_launches_;
+  std::unique_ptr<CudaEvent> start_, stop_, fork_;
 };
 
 class ScheduleMeasurement final : public CudaMeasurementBase {
  public:
   ScheduleMeasurement(std::unique_ptr<Schedule> schedule, std::vector<CompiledPlan> plans,
-                      const std::vector<int>& rank_device, int root, std::int64_t count)
-      : CudaMeasurementBase(std::move(plans), rank_device, root, count),
+                      const std::vector<int>& rank_device, int root, std::int64_t count,
+                      int graph_launches)
+      : CudaMeasurementBase(std::move(plans), rank_device, root, count, graph_launches),
         schedule_(std::move(schedule)) {
     for (const CompiledPlan& p : plans_) plan_ptrs_.push_back(&p);
     for (const auto& r : ranks_) bases_.push_back(r->bases());
@@ -149,8 +209,11 @@ class NcclWorld {
 class NativeMeasurement final : public CudaMeasurementBase {
  public:
   NativeMeasurement(NcclWorld& world, Collective c, std::vector<CompiledPlan> plans,
-                    const std::vector<int>& rank_device, int root, std::int64_t count)
-      : CudaMeasurementBase(std::move(plans), rank_device, root, count), world_(world), c_(c) {
+                    const std::vector<int>& rank_device, int root, std::int64_t count,
+                    int graph_launches)
+      : CudaMeasurementBase(std::move(plans), rank_device, root, count, graph_launches),
+        world_(world),
+        c_(c) {
     main_ = std::make_unique<CudaStream>(rank_device[0]);
     for (int d : rank_device) joins_.push_back(std::make_unique<CudaEvent>(d, false));
     make_events();
@@ -258,7 +321,7 @@ class CudaBackend final : public BenchBackend {
     std::vector<CompiledPlan> plans;
     for (int r = 0; r < ranks_; ++r) plans.push_back(compile_plan(*s, r, type, op, in_place));
     return std::make_unique<ScheduleMeasurement>(std::move(s), std::move(plans), rank_device_,
-                                                 cfg_.root, count);
+                                                 cfg_.root, count, cfg_.graph_launches);
   }
 
   void report_extras(Json& extra) override {
@@ -311,7 +374,8 @@ class CudaBackend final : public BenchBackend {
       plans.push_back(
           io_plan(cfg_.collective, ranks_, r, cfg_.root, size.spec_count, type, op, in_place));
     return std::make_unique<NativeMeasurement>(*nccl_, cfg_.collective, std::move(plans),
-                                               rank_device_, cfg_.root, size.spec_count);
+                                               rank_device_, cfg_.root, size.spec_count,
+                                               cfg_.graph_launches);
 #else
     (void)size;
     (void)type;

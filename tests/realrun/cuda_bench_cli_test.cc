@@ -84,5 +84,42 @@ TEST(CudaBenchCliTest, VirtualRanksRunEveryAlgorithm) {
   }
 }
 
+// -G: the timed runs go through a CUDA graph. Every check still passes (the
+// checks run outside the graph, after it), the report records the launches,
+// and the graph really runs the collective: at 64 MiB, where the kernels and
+// copies take milliseconds, a graph launch cannot be much faster than the
+// same runs enqueued one by one (an empty or partial graph would be).
+TEST(CudaBenchCliTest, GraphLaunchesRunTheCollective) {
+  if (!have_device()) GTEST_SKIP() << "GPU test skipped: no CUDA device";
+  const auto dir = scratch_dir();
+  const auto run = [&](const std::string& extra, const std::string& name) {
+    const auto json = dir / name;
+    std::filesystem::remove(json);
+    const auto r = run_collkit(
+        "bench --backend cuda -g 4 --collective all_reduce --algorithm ring,recursive_doubling "
+        "-b 64K -e 64M -f 32 -n 5 -w 1 -c 1 " +
+            extra + " --json '" + json.string() + "'",
+        dir);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("graph: " + std::string(extra.empty() ? "0" : "3")), std::string::npos)
+        << r.out;
+    return read_report(json.string());
+  };
+  const Report plain = run("", "plain.json");
+  const Report graph = run("-G 3", "graph.json");
+  EXPECT_EQ(graph.extra.at("graph_launches").get<int>(), 3);
+  EXPECT_EQ(plain.extra.at("graph_launches").get<int>(), 0);
+  ASSERT_EQ(graph.results.size(), plain.results.size());
+  for (std::size_t i = 0; i < graph.results.size(); ++i) {
+    const ResultRow& g = graph.results[i];
+    EXPECT_EQ(g.wrong, 0) << g.algorithm << " " << g.bytes;
+    EXPECT_GT(g.time_us, 0);
+    if (g.bytes == 64 << 20)
+      EXPECT_GT(g.time_us, 0.5 * plain.results[i].time_us)
+          << g.algorithm << " in place " << g.in_place << ": graph " << g.time_us << " us, streams "
+          << plain.results[i].time_us << " us";
+  }
+}
+
 }  // namespace
 }  // namespace collkit

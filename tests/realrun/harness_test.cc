@@ -46,6 +46,31 @@ TEST(HarnessTest, TimeoutAndRanksFlags) {
   }
 }
 
+TEST(HarnessTest, GraphFlagIsForTheCudaBackendOnly) {
+  BenchArgs c = args("cuda");
+  EXPECT_EQ(parse_config(c, 2).graph_launches, 0);
+  c.graph = "3";
+  EXPECT_EQ(parse_config(c, 2).graph_launches, 3);
+  for (const char* bad : {"-1", "x", "2.5", ""}) {
+    c.graph = bad;
+    EXPECT_THROW(parse_config(c, 2), UsageError) << bad;
+  }
+  for (const char* backend : {"mpi", "nccl"}) {
+    BenchArgs a = args(backend);
+    a.graph = "0";
+    EXPECT_EQ(parse_config(a, 2).graph_launches, 0);
+    a.graph = "2";
+    try {
+      parse_config(a, 2);
+      FAIL() << backend << ": no error";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("-G 2: CUDA graphs are implemented for --backend cuda"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(HarnessTest, FaultInjectionGrammar) {
   EXPECT_EQ(FaultInjector::parse("").action(), FaultInjector::Action::none);
   const FaultInjector f = FaultInjector::parse("rank=1,iter=3,action=kill");
