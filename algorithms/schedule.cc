@@ -113,6 +113,18 @@ BufferSizes Schedule::buffer_sizes(int rank) const {
   return s;
 }
 
+std::int64_t Schedule::working_set(int rank) const {
+  const BufferSizes s = buffer_sizes(rank);
+  std::int64_t temp = 0;
+  for (const Step& step : program(rank)) {
+    std::int64_t step_temp = 0;
+    for (const Op& op : step.ops)
+      if (op.kind == OpKind::recv && op.combine == Combine::reduce) step_temp += op.dst.count;
+    temp = std::max(temp, step_temp);
+  }
+  return s.input + s.output + s.scratch + temp;
+}
+
 std::vector<Step> Schedule::steps(int rank) const {
   std::vector<Step> out;
   for (Step& s : program(rank)) out.push_back(std::move(s));

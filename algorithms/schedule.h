@@ -145,6 +145,11 @@ class Schedule {
   const ScheduleSpec& spec() const { return spec_; }
   int ranks() const { return spec_.ranks; }
   BufferSizes buffer_sizes(int rank) const;
+  // Elements the rank's buffers span while it runs: input, output and
+  // scratch, plus the largest step's reducing receives, which the executors
+  // land in a temp area before reducing (realrun/plan.h). What the
+  // simulator's cache model weighs against a cache (docs/SIMULATOR.md).
+  std::int64_t working_set(int rank) const;
   // The rank's steps as a coroutine: O(1) state per rank for the generators
   // that need it; engines iterate it once.
   virtual Generator<Step> program(int rank) const = 0;

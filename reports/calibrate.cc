@@ -85,13 +85,11 @@ double& param_slot(const FittedParam& p, std::vector<LinkProps>& classes, Endpoi
   throw std::logic_error("unknown parameter kind");
 }
 
-// Whether some rank's input plus output exceeds the endpoint's cache.
+// Whether some rank's working set exceeds the endpoint's cache.
 bool past_cache(const Schedule& s, const EndpointProps& e) {
   const ScheduleSpec& spec = s.spec();
-  for (int r = 0; r < s.ranks(); ++r) {
-    const BufferSizes io = io_sizes(spec.collective, s.ranks(), r, spec.root, spec.count);
-    if (static_cast<double>(io.input + io.output) * spec.elem_size > e.cache_bytes) return true;
-  }
+  for (int r = 0; r < s.ranks(); ++r)
+    if (static_cast<double>(s.working_set(r)) * spec.elem_size > e.cache_bytes) return true;
   return false;
 }
 
@@ -549,10 +547,12 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const T
   for (const CalibrationInput& in : inputs)
     for (const ResultRow& row : in.report.results) {
       if (row.algorithm == "native" || row.bytes < options.min_bytes || row.bytes <= 0) continue;
-      // A rank holds at most input + output <= 2 x the row's bytes (the
-      // bytes of a per-rank collective are its total), at least bytes / p.
+      // A rank's working set is at least bytes / p (the bytes of a per-rank
+      // collective are its total) and at most about (p + 2) x bytes: input
+      // and output, and a temp area of up to p - 1 reducing receives (a
+      // linear reduce's root) or a scratch copy.
       const double small = static_cast<double>(row.bytes) / std::max(1, base.num_ranks());
-      const double big = 2.0 * static_cast<double>(row.bytes);
+      const double big = (2.0 + std::max(1, base.num_ranks())) * static_cast<double>(row.bytes);
       lo = lo == 0 ? small : std::min(lo, small);
       hi = std::max(hi, big);
     }

@@ -183,17 +183,16 @@ class Engine {
     network_->add(start, slots, 2, seconds, tag);
   }
 
-  // The cache model (EndpointProps::cache_bytes): ranks whose input plus
-  // output exceed their endpoint's cache get dram_factor, the others 1. Kept
-  // empty (all 1) when no rank is past its cache, so the common case costs
-  // one test per byte count.
+  // The cache model (EndpointProps::cache_bytes): ranks whose working set
+  // (Schedule::working_set: input, output, scratch and the temp area of
+  // reducing receives) exceeds their endpoint's cache get dram_factor, the
+  // others 1. Kept empty (all 1) when no rank is past its cache, so the
+  // common case costs one test per byte count.
   void init_cache_scale() {
-    const ScheduleSpec& spec = schedule_.spec();
     for (int r = 0; r < p_; ++r) {
       const EndpointProps ep = topology_.endpoint(r);
       if (!(ep.cache_bytes > 0) || ep.dram_factor == 1) continue;
-      const BufferSizes io = io_sizes(spec.collective, p_, r, spec.root, spec.count);
-      if (static_cast<double>(io.input + io.output) * elem_size_ <= ep.cache_bytes) continue;
+      if (static_cast<double>(schedule_.working_set(r)) * elem_size_ <= ep.cache_bytes) continue;
       if (scale_.empty()) scale_.assign(static_cast<std::size_t>(p_), 1.0);
       scale_[static_cast<std::size_t>(r)] = ep.dram_factor;
     }

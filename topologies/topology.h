@@ -23,8 +23,9 @@ struct EndpointProps {
   double overhead = 0;   // seconds per message at the sending endpoint
   double reduce_bw = 0;  // bytes reduced per second; 0 = reductions are free
   double copy_bw = 0;    // bytes copied locally per second; 0 = local copies are free
-  // First-order cache model: a rank whose buffers (its input plus output of
-  // the collective) exceed cache_bytes moves and computes every byte
+  // First-order cache model: a rank whose working set (Schedule::working_set:
+  // input, output, scratch and the temp area of its reducing receives)
+  // exceeds cache_bytes moves and computes every byte
   // dram_factor times slower (transfers it sends or receives, reductions,
   // copies). cache_bytes 0 = no cache model.
   double cache_bytes = 0;

@@ -265,6 +265,22 @@ TEST(Trees, ScatterBlocksLandOnRealRanks) {
   }
 }
 
+// Working sets, worked by hand from the schedules (collkit schedule --rank):
+// the linear reduce's root copies its input (8) to its output (8) and
+// receives one full vector per step to reduce (temp 8): 24; the other ranks
+// hold only their input. Ring all_reduce: input 8, output 8 and one block of
+// 2 received to reduce per step: 18. Ring all_gather reduces nothing: input
+// 2 plus output 8.
+TEST(Trees, WorkingSetCountsTheTempAreaOfReducingReceives) {
+  const auto reduce = make_schedule(make_spec({Collective::reduce, "linear"}, 4, 0, 8));
+  EXPECT_EQ(reduce->working_set(0), 24);
+  for (int r = 1; r < 4; ++r) EXPECT_EQ(reduce->working_set(r), 8) << r;
+  const auto ar = make_schedule(make_spec({Collective::all_reduce, "ring"}, 4, 0, 8));
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(ar->working_set(r), 18) << r;
+  const auto ag = make_schedule(make_spec({Collective::all_gather, "ring"}, 4, 0, 8));
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(ag->working_set(r), 10) << r;
+}
+
 // Pipelined chain broadcast, p = 4, n = 8, segments of 2: k = 4; inner ranks
 // receive segment i and forward segment i-1 in one step (k + 1 steps).
 TEST(Trees, PipelinedChainSteps) {

@@ -145,6 +145,30 @@ TEST(SimEngine, CacheModelScalesBytesPastTheCacheOnly) {
   }
 }
 
+// The cache model weighs the working set, not input + output alone: the
+// linear reduce's root (input n, output n, and a temp area of n for each
+// reducing receive) with a cache between 2n and 3n bytes' worth is past it,
+// exactly as with a cache of one byte.
+TEST(SimEngine, CacheModelCountsTheTempAreaOfReducingReceives) {
+  const std::int64_t n = 1 << 18;
+  ScheduleSpec spec;
+  spec.collective = Collective::reduce;
+  spec.algorithm = "linear";
+  spec.ranks = 3;
+  spec.count = n;
+  const std::unique_ptr<Schedule> s = make_schedule(spec);
+  for (NetModel model : kModels) {
+    const auto time_with = [&](double cache_bytes) {
+      EndpointProps ep{0, 2e9, 20e9, cache_bytes, 2.0};
+      return run(*s, FullyConnected(3, 10e9, 1e-6, ep), model).time;
+    };
+    const double cached = time_with(0), past = time_with(1);
+    EXPECT_GT(past, 1.5 * cached);
+    expect_rel(time_with(4.0 * 2.5 * n), past);  // between input + output and the working set
+    expect_rel(time_with(4.0 * 3 * n), cached);  // the working set fits
+  }
+}
+
 // Shared host: four ranks each reduce 1 MB locally (1 ms alone at 1 GB/s).
 // On a host of c cores they run at min(1, c / 4) each under the flow model;
 // alpha-beta ignores the sharing. Ranks of another host do not slow them.
