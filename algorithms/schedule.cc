@@ -114,6 +114,9 @@ BufferSizes Schedule::buffer_sizes(int rank) const {
 }
 
 std::int64_t Schedule::working_set(int rank) const {
+  if (working_sets_.empty()) working_sets_.assign(static_cast<std::size_t>(spec_.ranks), -1);
+  std::int64_t& known = working_sets_.at(static_cast<std::size_t>(rank));
+  if (known >= 0) return known;
   const BufferSizes s = buffer_sizes(rank);
   std::int64_t temp = 0;
   for (const Step& step : program(rank)) {
@@ -122,7 +125,8 @@ std::int64_t Schedule::working_set(int rank) const {
       if (op.kind == OpKind::recv && op.combine == Combine::reduce) step_temp += op.dst.count;
     temp = std::max(temp, step_temp);
   }
-  return s.input + s.output + s.scratch + temp;
+  known = s.input + s.output + s.scratch + temp;
+  return known;
 }
 
 std::vector<Step> Schedule::steps(int rank) const {

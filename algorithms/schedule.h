@@ -149,6 +149,9 @@ class Schedule {
   // scratch, plus the largest step's reducing receives, which the executors
   // land in a temp area before reducing (realrun/plan.h). What the
   // simulator's cache model weighs against a cache (docs/SIMULATOR.md).
+  // Walks the rank's program once; later calls (calibrate simulates one
+  // schedule many times) read the remembered value. Not safe to call from
+  // two threads at once.
   std::int64_t working_set(int rank) const;
   // The rank's steps as a coroutine: O(1) state per rank for the generators
   // that need it; engines iterate it once.
@@ -162,6 +165,7 @@ class Schedule {
 
  private:
   ScheduleSpec spec_;
+  mutable std::vector<std::int64_t> working_sets_;  // per rank, -1 = not yet computed
 };
 
 }  // namespace collkit
