@@ -74,6 +74,14 @@ TEST_P(RegisteredScheduleTest, ComputesTheCollectiveOnLoopback) {
         const std::string where = std::string(to_string(c)) + " " + tc.algorithm +
                                   " p=" + std::to_string(p) + " root=" + std::to_string(root) +
                                   " n=" + std::to_string(n);
+        // The simulator's cache model weighs Schedule::working_set; it must
+        // be what the executor allocates (four areas of the compiled plan).
+        for (int r = 0; r < p; ++r) {
+          const CompiledPlan plan = compile_plan(*s, r, DataType::int64, op, false);
+          EXPECT_EQ(s->working_set(r) * 8,
+                    plan.input_bytes + plan.output_bytes + plan.scratch_bytes + plan.temp_bytes)
+              << where << " rank " << r;
+        }
         const auto outputs = run_all(*s, in, op, false);
         for (int r = 0; r < p; ++r)
           ASSERT_EQ(outputs[r], naive_output(c, op, p, r, root, n, in)) << where << " rank " << r;
