@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 
 namespace collkit {
 

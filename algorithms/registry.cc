@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 
 namespace collkit {
 namespace {
@@ -131,6 +131,30 @@ CostEstimate closed_form_cost(const ScheduleSpec& spec_in, const CostParams& par
   const AlgorithmDef& def = resolve(spec);
   validate(spec);
   return def.cost(spec, params);
+}
+
+std::vector<std::string> expand_algorithms(Collective c, const std::string& list) {
+  std::vector<std::string> out;
+  if (list == "all") {
+    for (const AlgorithmDef* d : algorithms_for(c)) {
+      out.push_back(d->name);
+      for (size_t i = 1; i < d->variants.size(); ++i) out.push_back(d->name + ":" + d->variants[i]);
+    }
+    if (out.empty())
+      throw UsageError("no algorithm is registered for " + std::string(to_string(c)));
+    return out;
+  }
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = list.find(',', start);
+    const std::string name = list.substr(start, comma == std::string::npos ? comma : comma - start);
+    if (name.empty())
+      throw UsageError("--algorithm '" + list + "': empty algorithm name in the list");
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
 }
 
 }  // namespace collkit

@@ -51,6 +51,12 @@ std::vector<const AlgorithmDef*> algorithms_for(Collective c);
 // "algorithm:variant".
 std::unique_ptr<Schedule> make_schedule(ScheduleSpec spec);
 
+// "all" = every registered algorithm of the collective, each variant of it
+// ("name" for the default, "name:variant" for the others); otherwise the
+// comma-separated names, duplicates dropped. Throws UsageError for an empty
+// name or when no algorithm is registered.
+std::vector<std::string> expand_algorithms(Collective c, const std::string& list);
+
 // Splits "rabenseifner:blocks" into {"rabenseifner", "blocks"}.
 std::pair<std::string, std::string> split_algorithm_name(const std::string& name);
 

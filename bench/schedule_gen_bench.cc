@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/error.h"
 #include "algorithms/reference.h"
 #include "algorithms/registry.h"
+#include "core/error.h"
 
 namespace collkit {
 namespace {

@@ -11,8 +11,8 @@
 #include <memory>
 #include <string>
 
-#include "algorithms/error.h"
 #include "algorithms/registry.h"
+#include "core/error.h"
 #include "sim/engine.h"
 #include "topologies/topology.h"
 

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "realrun/bench.h"
+#include "reports/bench_report.h"
 
 namespace collkit::cli {
 
@@ -55,7 +56,7 @@ void add_bench_command(CLI::App& app) {
   cmd->allow_extras();
   cmd->callback([a, cmd] {
     a->extras = cmd->remaining();
-    realrun::run_bench(*a);
+    realrun::run_bench(*a, make_bench_report_sink);
   });
 }
 

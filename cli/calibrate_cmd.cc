@@ -5,12 +5,13 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/error.h"
+#include "calibration/calibrate.h"
 #include "cli/commands.h"
-#include "reports/atomic_file.h"
-#include "reports/calibrate.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/sizes.h"
 #include "reports/report.h"
-#include "reports/sweep.h"
+#include "sim/engine.h"
 #include "topologies/sha256.h"
 #include "topologies/topology.h"
 

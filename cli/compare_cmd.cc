@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "reports/atomic_file.h"
+#include "core/atomic_file.h"
+#include "core/sizes.h"
 #include "reports/compare.h"
-#include "reports/sweep.h"
 
 namespace collkit::cli {
 

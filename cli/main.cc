@@ -1,8 +1,8 @@
 #include <cstdio>
 #include <exception>
 
-#include "algorithms/error.h"
 #include "cli/commands.h"
+#include "core/error.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"collkit: collective communication algorithms, simulated, verified and run"};

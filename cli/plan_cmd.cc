@@ -4,13 +4,13 @@
 #include <stdexcept>
 #include <string>
 
-#include "algorithms/error.h"
 #include "cli/commands.h"
-#include "reports/atomic_file.h"
-#include "reports/dtypes.h"
-#include "reports/planner.h"
-#include "reports/planner_model.h"
-#include "reports/sweep.h"
+#include "core/atomic_file.h"
+#include "core/dtypes.h"
+#include "core/error.h"
+#include "planner/planner.h"
+#include "planner/planner_model.h"
+#include "sim/engine.h"
 #include "topologies/topology.h"
 
 namespace collkit::cli {

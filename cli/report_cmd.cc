@@ -2,9 +2,9 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/error.h"
 #include "cli/commands.h"
-#include "reports/atomic_file.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
 #include "reports/html_report.h"
 
 namespace collkit::cli {

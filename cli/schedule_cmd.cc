@@ -5,10 +5,10 @@
 
 #include "algorithms/catalogue.h"
 #include "algorithms/costs.h"
-#include "algorithms/error.h"
 #include "algorithms/registry.h"
 #include "algorithms/schedule_json.h"
 #include "cli/commands.h"
+#include "core/error.h"
 
 namespace collkit::cli {
 

@@ -8,15 +8,17 @@
 #include <utility>
 #include <vector>
 
-#include "algorithms/error.h"
 #include "algorithms/registry.h"
 #include "cli/commands.h"
-#include "reports/atomic_file.h"
-#include "reports/dtypes.h"
+#include "core/atomic_file.h"
+#include "core/dtypes.h"
+#include "core/error.h"
+#include "core/sizes.h"
 #include "reports/report.h"
-#include "reports/sweep.h"
+#include "reports/sweep_report.h"
 #include "reports/table.h"
 #include "sim/engine.h"
+#include "sim/sweep.h"
 #include "topologies/topology.h"
 
 namespace collkit::cli {
@@ -166,9 +168,9 @@ void run_simulate(const SimulateArgs& a) {
   Report report;
   {
     ProgressBar bar;
-    report = simulate_sweep(sweep, *topology, options, [&bar](std::size_t done, std::size_t total) {
-      bar.update(done, total);
-    });
+    report =
+        simulate_report(sweep, *topology, options,
+                        [&bar](std::size_t done, std::size_t total) { bar.update(done, total); });
   }
   report.collkit_version = COLLKIT_VERSION;
   report.extra["min_bytes"] = min_bytes;

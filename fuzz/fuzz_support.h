@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 
 namespace collkit::fuzz {
 

@@ -2,7 +2,7 @@
 // either loads or throws FileError; a loaded model has non-negative figures
 // and a total parameter count that does not overflow.
 #include "fuzz/fuzz_support.h"
-#include "reports/planner_model.h"
+#include "planner/planner_model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace collkit;

@@ -5,7 +5,7 @@
 // collectives). The measurement loop, table and report are realrun/harness.h.
 #include "realrun/bench.h"
 
-#include "algorithms/error.h"
+#include "core/error.h"
 #include "realrun/harness.h"
 #ifdef COLLKIT_HAVE_CUDA
 #include "realrun/device/cuda_bench.h"
@@ -29,12 +29,11 @@
 #include <vector>
 
 #include "algorithms/registry.h"
+#include "core/atomic_file.h"
 #include "realrun/check_data.h"
 #include "realrun/executor.h"
 #include "realrun/mpi_transport.h"
 #include "realrun/native_mpi.h"
-#include "reports/atomic_file.h"
-#include "reports/report.h"
 
 #ifdef COLLKIT_HAVE_NCCL_BACKEND
 #include <nccl.h>
@@ -520,7 +519,7 @@ class NcclBackend final : public MpiBackendBase {
 };
 #endif  // COLLKIT_HAVE_NCCL_BACKEND
 
-void run_mpi_bench(const BenchArgs& args) {
+void run_mpi_bench(const BenchArgs& args, const BenchSinkFactory& make_sink) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) MPI_Init(nullptr, nullptr);
@@ -576,7 +575,8 @@ void run_mpi_bench(const BenchArgs& args) {
     if (cfg.backend == Backend::nccl) backend = std::make_unique<NcclBackend>(cfg, rank, ranks);
 #endif
     if (!backend) backend = std::make_unique<MpiBackend>(cfg, rank, ranks);
-    total_wrong = run_harness(cfg, args, *backend, ctx);
+    std::unique_ptr<BenchSink> sink = backend->prints() ? make_sink(args) : nullptr;
+    total_wrong = run_harness(cfg, *backend, ctx, sink.get());
   } catch (const UsageError& e) {
     usage_abort(rank, e.what());
   } catch (const Error& e) {
@@ -592,11 +592,11 @@ void run_mpi_bench(const BenchArgs& args) {
 
 }  // namespace
 
-void run_bench(const BenchArgs& args) {
+void run_bench(const BenchArgs& args, const BenchSinkFactory& make_sink) {
   // The cuda backend is one process with no MPI at all.
   if (args.backend == "cuda") {
 #ifdef COLLKIT_HAVE_CUDA
-    run_cuda_bench(args);
+    run_cuda_bench(args, make_sink);
     return;
 #else
     throw UsageError(
@@ -604,7 +604,7 @@ void run_bench(const BenchArgs& args) {
         "unavailable");
 #endif
   }
-  run_mpi_bench(args);
+  run_mpi_bench(args, make_sink);
 }
 
 }  // namespace collkit::realrun
@@ -615,10 +615,10 @@ void run_bench(const BenchArgs& args) {
 
 namespace collkit::realrun {
 
-void run_bench(const BenchArgs& args) {
+void run_bench(const BenchArgs& args, const BenchSinkFactory& make_sink) {
   if (args.backend == "cuda") {
 #ifdef COLLKIT_HAVE_CUDA
-    run_cuda_bench(args);
+    run_cuda_bench(args, make_sink);
     return;
 #else
     throw UsageError(

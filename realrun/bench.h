@@ -5,6 +5,8 @@
 // docs/BENCH.md is the user reference; realrun/harness.h the shared loop.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,11 @@ struct BenchArgs {
   std::vector<std::string> extras;  // arguments the command line did not recognise
 };
 
+// Where the figures go (realrun/harness.h); made once, on the printing
+// process only, by the layer that prints tables and writes reports.
+class BenchSink;
+using BenchSinkFactory = std::function<std::unique_ptr<BenchSink>(const BenchArgs& args)>;
+
 // mpi and nccl: runs the benchmark on this MPI rank (initialising and
 // finalising MPI) and prints the tables on rank 0, which also writes --json
 // atomically. Bad input on any rank: rank 0 prints one line and the job ends
@@ -45,6 +52,6 @@ struct BenchArgs {
 // cuda: one process, no MPI; no device is a UsageError (exit 2, "no CUDA
 // device"). Returns normally when every element checked was right;
 // otherwise (rank 0) throws RuntimeFailure (exit 1).
-void run_bench(const BenchArgs& args);
+void run_bench(const BenchArgs& args, const BenchSinkFactory& make_sink);
 
 }  // namespace collkit::realrun

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 #include "realrun/half.h"
 #include "realrun/reduce_host.h"
 

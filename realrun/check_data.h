@@ -19,8 +19,8 @@
 #include <span>
 
 #include "algorithms/schedule.h"
+#include "core/dtypes.h"
 #include "realrun/check_value.h"
-#include "reports/dtypes.h"
 
 namespace collkit::realrun {
 

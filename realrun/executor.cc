@@ -4,7 +4,7 @@
 #include <new>
 #include <string>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 #include "realrun/reduce_host.h"
 
 namespace collkit::realrun {

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "algorithms/schedule.h"
+#include "core/dtypes.h"
 #include "realrun/plan.h"
 #include "realrun/transport.h"
-#include "reports/dtypes.h"
 
 namespace collkit::realrun {
 

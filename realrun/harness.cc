@@ -10,11 +10,9 @@
 #include <set>
 #include <string>
 
-#include "algorithms/error.h"
 #include "algorithms/registry.h"
-#include "reports/atomic_file.h"
-#include "reports/sweep.h"
-#include "reports/table.h"
+#include "core/error.h"
+#include "core/sizes.h"
 
 namespace collkit::realrun {
 namespace {
@@ -37,25 +35,6 @@ std::int64_t parse_int(const std::string& flag, const std::string& text, std::in
     throw UsageError(flag + " " + text + ": must be in " + std::to_string(lo) + ".." +
                      std::to_string(hi));
   return v;
-}
-
-// One table row; the columns of a placement that is not available read N/A.
-// `oop` always carries the size columns.
-std::string table_row(const ResultRow& oop, bool have_oop, const ResultRow* ip,
-                      const std::string& type, const std::string& redop, int root) {
-  if (have_oop && ip) return format_table_row(oop, *ip, type, redop, root);
-  std::string row = format_table_row(oop, oop, type, redop, root);
-  // Drop the figures that are not available (the last four or eight columns).
-  const int drop = have_oop ? 4 : 8;
-  row.pop_back();
-  for (int col = 0; col < drop; ++col) {
-    const std::size_t end = row.find_last_not_of(' ');
-    row.resize(row.find_last_of(' ', end) + 1);
-    row.resize(row.find_last_not_of(' ') + 1);
-  }
-  // "  %7s  %6s  %6s  %6s" with N/A in each column.
-  const std::string na = "      N/A     N/A     N/A     N/A";
-  return row + (have_oop ? na : na + na) + "\n";
 }
 
 std::int64_t now_ns() {
@@ -309,40 +288,13 @@ std::string describe_run(const BenchConfig& cfg, const std::string& algorithm,
   return s + " on " + ranks_text;
 }
 
-std::int64_t run_harness(const BenchConfig& cfg, const BenchArgs& args, BenchBackend& backend,
-                         RunContext& ctx) {
+std::int64_t run_harness(const BenchConfig& cfg, BenchBackend& backend, RunContext& ctx,
+                         BenchSink* sink) {
   const Collective c = cfg.collective;
   const int ranks = backend.ranks();
-  const bool print = backend.prints();
-  const std::string backend_name(to_string(cfg.backend));
   const std::string title = backend.describe();
   const std::vector<std::string> lines = backend.rank_lines();
-  if (print) {
-    std::printf("# collkit bench --backend %s: %s, %s\n", backend_name.c_str(),
-                std::string(to_string(c)).c_str(), title.c_str());
-    std::printf(
-        "#  minBytes %lld maxBytes %lld step: %lld(%s) warmup iters: %d iters: %d "
-        "validation: %d average: %s graph: %d\n",
-        static_cast<long long>(cfg.min_bytes), static_cast<long long>(cfg.max_bytes),
-        static_cast<long long>(cfg.step_factor > 1 ? cfg.step_factor : cfg.step_bytes),
-        cfg.step_factor > 1 ? "factor" : "bytes", cfg.warmup, cfg.iters, cfg.check,
-        to_string(cfg.average), cfg.graph_launches);
-    std::printf("#\n");
-    for (const std::string& l : lines) std::printf("%s\n", l.c_str());
-    std::fflush(stdout);
-  }
-
-  Report report;
-  report.collkit_version = args.version;
-  report.mode = ReportMode::measure;
-  report.backend = cfg.backend;
-  report.ranks = ranks;
-  report.dtype = cfg.dtypes.front();
-  report.op = cfg.ops.front();
-  report.root = cfg.root;
-  const bool mixed = cfg.dtypes.size() > 1 || cfg.ops.size() > 1;
-  Json unavailable = Json::array();      // in place
-  Json unavailable_oop = Json::array();  // out of place too (no measurement at all)
+  if (sink) sink->begin(cfg, ranks, title, lines);
   const std::string ranks_text =
       backend.ranks_here() == 1
           ? "rank " + std::to_string(backend.first_rank())
@@ -351,21 +303,13 @@ std::int64_t run_harness(const BenchConfig& cfg, const BenchArgs& args, BenchBac
 
   std::int64_t total_wrong = 0;
   for (const std::string& algorithm : cfg.algorithms) {
-    if (print) {
-      std::printf("#\n# collkit measure (%s): %s, algorithm %s, %d ranks\n#\n%s",
-                  backend_name.c_str(), std::string(to_string(c)).c_str(), algorithm.c_str(), ranks,
-                  table_header().c_str());
-      std::fflush(stdout);
-    }
-    double busbw_sum = 0;
-    int busbw_n = 0;
-    std::int64_t wrong = 0;
+    if (sink) sink->begin_algorithm(algorithm);
     std::set<std::string> reasons, oop_reasons;
     for (DataType type : cfg.dtypes) {
       for (RedOp op : cfg.ops) {
         for (std::int64_t bytes : cfg.sizes) {
           const SizeMapping size = map_size(c, bytes, size_of(type), ranks);
-          ResultRow rows[2];
+          BenchFigure figures[2];
           bool have[2] = {false, false};
           for (int ip = 0; ip < 2; ++ip) {
             const bool in_place = ip == 1;
@@ -374,72 +318,33 @@ std::int64_t run_harness(const BenchConfig& cfg, const BenchArgs& args, BenchBac
                 backend.prepare(algorithm, size, type, op, in_place, na);
             if (!m) {
               (in_place ? reasons : oop_reasons).insert(na);
-              if (!in_place) rows[0] = make_row(c, algorithm, size, ranks, 0, false, -1);
               continue;
             }
             const std::string what =
                 describe_run(cfg, algorithm, size, type, op, in_place, ranks_text);
-            const double t =
+            figures[ip].time_us =
                 backend.combine_time(m->time_us(cfg.warmup, cfg.iters, ctx, what), cfg.average);
-            std::int64_t w = -1;
             if (cfg.check > 0) {
               std::int64_t local = 0;
               for (int k = 1; k <= cfg.check; ++k) local += m->check(k, ctx, what);
-              w = backend.combine_wrong(local);
-            }
-            rows[ip] = make_row(c, algorithm, size, ranks, t, in_place, w);
-            if (mixed) {
-              rows[ip].dtype = type;
-              rows[ip].op = op;
+              figures[ip].wrong = backend.combine_wrong(local);
             }
             have[ip] = true;
-            if (print) report.results.push_back(rows[ip]);
-            busbw_sum += rows[ip].busbw_gbps;
-            ++busbw_n;
-            if (w > 0) wrong += w;
+            if (figures[ip].wrong > 0) total_wrong += figures[ip].wrong;
           }
-          if (print) {
-            std::printf("%s", table_row(rows[0], have[0], have[1] ? &rows[1] : nullptr,
-                                        std::string(to_string(type)), redop_column(c, op),
-                                        root_column(c, cfg.root))
-                                  .c_str());
-            std::fflush(stdout);
-          }
+          if (sink)
+            sink->add(type, op, size, have[0] ? &figures[0] : nullptr,
+                      have[1] ? &figures[1] : nullptr);
         }
       }
     }
-    if (print) {
-      for (const std::string& why : oop_reasons) {
-        std::printf("# out-of-place: N/A (%s)\n", why.c_str());
-        unavailable_oop.push_back({{"algorithm", algorithm}, {"reason", why}});
-      }
-      for (const std::string& why : reasons) {
-        std::printf("# in-place: N/A (%s)\n", why.c_str());
-        unavailable.push_back({{"algorithm", algorithm}, {"reason", why}});
-      }
-      std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(wrong),
-                  wrong == 0 ? "OK" : "FAILED");
-      std::printf("# Avg bus bandwidth    : %g\n", busbw_n ? busbw_sum / busbw_n : 0.0);
-      std::fflush(stdout);
-    }
-    total_wrong += wrong;
+    if (sink) sink->end_algorithm(oop_reasons, reasons);
   }
 
-  if (print) {
-    report.best = compute_best(report.results);
-    backend.report_extras(report.extra);
-    report.extra["segment_model"] = segment_model_json(kBenchSegmentModel);
-    report.extra["iters"] = cfg.iters;
-    report.extra["warmup"] = cfg.warmup;
-    report.extra["check_iters"] = cfg.check;
-    report.extra["average"] = to_string(cfg.average);
-    report.extra["timeout_s"] = cfg.timeout_s;
-    report.extra["graph_launches"] = cfg.graph_launches;
-    report.extra["in_place_unavailable"] = unavailable;
-    if (!unavailable_oop.empty()) report.extra["unavailable"] = unavailable_oop;
-    std::printf("#\n%s", format_best_summary(report).c_str());
-    std::fflush(stdout);
-    if (!cfg.json_path.empty()) write_file_atomic(cfg.json_path, report_json_text(report));
+  if (sink) {
+    Json extra = Json::object();
+    backend.report_extras(extra);
+    sink->end(extra);
   }
   return total_wrong;
 }

@@ -11,13 +11,17 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "algorithms/schedule.h"
+#include "core/backend.h"
+#include "core/dtypes.h"
+#include "core/json.h"
+#include "core/nccl_sizes.h"
 #include "realrun/bench.h"
-#include "reports/nccl_sizes.h"
-#include "reports/report.h"
 
 namespace collkit::realrun {
 
@@ -173,10 +177,40 @@ class BenchBackend {
   virtual void report_extras(Json& extra) = 0;
 };
 
-// The whole bench on `backend`: tables on the printing process, --json
-// written atomically there. Returns the wrong elements over every check.
-std::int64_t run_harness(const BenchConfig& cfg, const BenchArgs& args, BenchBackend& backend,
-                         RunContext& ctx);
+// One measured placement (out of place or in place) of one size.
+struct BenchFigure {
+  double time_us = 0;       // combined across processes (-a)
+  std::int64_t wrong = -1;  // summed over processes; -1 = not checked (-c 0)
+};
+
+// Where a bench run's figures go, in the order they are measured: the layer
+// above (reports/bench_report.h) prints nccl-tests' table as it goes and
+// writes the report at the end. Only the printing process (rank 0's) has one;
+// realrun itself knows nothing of tables or report files.
+class BenchSink {
+ public:
+  virtual ~BenchSink() = default;
+  // Before the first measurement. `title` and `rank_lines` are the
+  // backend's (BenchBackend::describe and rank_lines).
+  virtual void begin(const BenchConfig& cfg, int ranks, const std::string& title,
+                     const std::vector<std::string>& rank_lines) = 0;
+  virtual void begin_algorithm(const std::string& algorithm) = 0;
+  // One size of one (type, op) of the current algorithm; a placement that
+  // could not be measured is null.
+  virtual void add(DataType type, RedOp op, const SizeMapping& size,
+                   const BenchFigure* out_of_place, const BenchFigure* in_place) = 0;
+  // After the algorithm's last size: why placements were unavailable.
+  virtual void end_algorithm(const std::set<std::string>& out_of_place_unavailable,
+                             const std::set<std::string>& in_place_unavailable) = 0;
+  // After the last algorithm, with the backend's report keys
+  // (BenchBackend::report_extras).
+  virtual void end(const Json& backend_extra) = 0;
+};
+
+// The whole bench on `backend`; the printing process hands every figure to
+// `sink` (null on the others). Returns the wrong elements over every check.
+std::int64_t run_harness(const BenchConfig& cfg, BenchBackend& backend, RunContext& ctx,
+                         BenchSink* sink);
 
 // The watchdog's message for one measurement.
 std::string describe_run(const BenchConfig& cfg, const std::string& algorithm,

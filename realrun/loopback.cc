@@ -4,7 +4,7 @@
 #include <exception>
 #include <thread>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 
 namespace collkit::realrun {
 

@@ -3,7 +3,7 @@
 #include <climits>
 #include <string>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 
 namespace collkit::realrun {
 namespace {

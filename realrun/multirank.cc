@@ -6,7 +6,7 @@
 #include <random>
 #include <string>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 #include "realrun/reduce_host.h"
 
 namespace collkit::realrun {

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 #include "realrun/mpi_transport.h"
 #include "realrun/reduce_host.h"
 

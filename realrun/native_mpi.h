@@ -8,8 +8,8 @@
 #include <string>
 
 #include "algorithms/schedule.h"
+#include "core/dtypes.h"
 #include "realrun/executor.h"
-#include "reports/dtypes.h"
 
 namespace collkit::realrun {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <tuple>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 
 namespace collkit::realrun {
 namespace {

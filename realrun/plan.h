@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "algorithms/schedule.h"
-#include "reports/dtypes.h"
+#include "core/dtypes.h"
 
 namespace collkit::realrun {
 

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 #include "realrun/half.h"
 
 namespace collkit::realrun {

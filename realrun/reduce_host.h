@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "reports/dtypes.h"
+#include "core/dtypes.h"
 
 namespace collkit::realrun {
 

@@ -7,7 +7,7 @@
 #include <set>
 #include <tuple>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 #include "reports/table.h"
 
 namespace collkit {

@@ -11,7 +11,7 @@
 #include <tuple>
 #include <utility>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 
 namespace collkit {
 namespace {
@@ -211,20 +211,6 @@ Context context_of(const std::optional<DataType>& dtype, const std::optional<Red
 
 std::string_view to_string(ReportMode m) {
   return m == ReportMode::simulate ? "simulate" : "measure";
-}
-
-std::string_view to_string(Backend b) {
-  switch (b) {
-    case Backend::sim:
-      return "sim";
-    case Backend::mpi:
-      return "mpi";
-    case Backend::nccl:
-      return "nccl";
-    case Backend::cuda:
-      return "cuda";
-  }
-  return "?";
 }
 
 ResultRow make_row(Collective collective, std::string algorithm, const SizeMapping& size, int ranks,

@@ -5,25 +5,20 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "algorithms/schedule.h"
-#include "reports/dtypes.h"
-#include "reports/nccl_sizes.h"
+#include "core/backend.h"
+#include "core/dtypes.h"
+#include "core/json.h"
+#include "core/nccl_sizes.h"
 
 namespace collkit {
 
-// Reports keep keys in the order written, so a file reads top-down like the
-// DESIGN.md example (nlohmann::json would sort them).
-using Json = nlohmann::ordered_json;
-
 enum class ReportMode : std::uint8_t { simulate, measure };
-enum class Backend : std::uint8_t { sim, mpi, nccl, cuda };
 std::string_view to_string(ReportMode m);
-std::string_view to_string(Backend b);
 
 struct TopologyInfo {
   std::string name;

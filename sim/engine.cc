@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 #include "sim/flow_network.h"
 
 namespace collkit {
@@ -553,6 +553,14 @@ SimResult simulate(const Schedule& schedule, const Topology& topology, const Sim
                      std::string(to_string(schedule.spec().collective)) + "/" +
                      schedule.spec().algorithm + " needs " + std::to_string(schedule.ranks()));
   return Engine(schedule, topology, options).run();
+}
+
+std::string_view to_string(NetModel m) { return m == NetModel::flow ? "flow" : "alpha-beta"; }
+
+NetModel parse_net_model(std::string_view name) {
+  if (name == "flow") return NetModel::flow;
+  if (name == "alpha-beta") return NetModel::alpha_beta;
+  throw UsageError("unknown network model '" + std::string(name) + "'; valid: flow, alpha-beta");
 }
 
 }  // namespace collkit

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "algorithms/schedule.h"
@@ -14,6 +15,9 @@ enum class NetModel : std::uint8_t {
   flow,        // concurrent flows share each directed link max-min fairly
   alpha_beta,  // no contention: each transfer sees its route's bottleneck alone
 };
+
+std::string_view to_string(NetModel m);           // "flow" | "alpha-beta"
+NetModel parse_net_model(std::string_view name);  // UsageError listing the names
 
 struct SimOptions {
   NetModel model = NetModel::flow;

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 
 namespace collkit {
 namespace {

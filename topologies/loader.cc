@@ -9,7 +9,7 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 #include "topologies/astra.h"
 #include "topologies/builders.h"
 #include "topologies/sha256.h"

@@ -8,14 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/error.h"
 #include "algorithms/registry.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
 #include "realrun/device/cuda_streams.h"
 #include "realrun/device/cuda_util.h"
 #include "realrun/device/device_rank.h"
 #include "realrun/harness.h"
 #include "realrun/multirank.h"
-#include "reports/atomic_file.h"
 #ifdef COLLKIT_HAVE_NCCL
 #include "realrun/device/nccl_native.h"
 #endif
@@ -398,7 +398,7 @@ class CudaBackend final : public BenchBackend {
 
 }  // namespace
 
-void run_cuda_bench(const BenchArgs& args) {
+void run_cuda_bench(const BenchArgs& args, const BenchSinkFactory& make_sink) {
   const std::string problem = cuda_device_problem();
   if (!problem.empty()) throw UsageError(problem);
   const int devices = cuda_device_count();
@@ -420,7 +420,8 @@ void run_cuda_bench(const BenchArgs& args) {
   FaultInjector faults = FaultInjector::from_environment();
   RunContext ctx{&watchdog, &faults, 0, ranks};
   CudaBackend backend(cfg, ranks);
-  const std::int64_t wrong = run_harness(cfg, args, backend, ctx);
+  std::unique_ptr<BenchSink> sink = make_sink(args);
+  const std::int64_t wrong = run_harness(cfg, backend, ctx, sink.get());
   if (wrong > 0)
     throw RuntimeFailure(std::to_string(wrong) +
                          " wrong element(s) in the correctness checks (see #wrong)");

@@ -6,10 +6,11 @@
 #pragma once
 
 #include "realrun/bench.h"
+#include "realrun/harness.h"
 
 namespace collkit::realrun {
 
 // No device: UsageError (exit 2) "no CUDA device: <CUDA's error>".
-void run_cuda_bench(const BenchArgs& args);
+void run_cuda_bench(const BenchArgs& args, const BenchSinkFactory& make_sink);
 
 }  // namespace collkit::realrun

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 #include "realrun/device/reduce.h"
 
 namespace collkit::realrun {

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 
 namespace collkit::realrun {
 

@@ -1,6 +1,6 @@
 #include "realrun/device/nccl_native.h"
 
-#include "algorithms/error.h"
+#include "core/error.h"
 #include "realrun/device/reduce.h"
 
 namespace collkit::realrun {

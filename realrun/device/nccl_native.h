@@ -10,7 +10,7 @@
 #include <string>
 
 #include "algorithms/schedule.h"
-#include "reports/dtypes.h"
+#include "core/dtypes.h"
 
 namespace collkit::realrun {
 

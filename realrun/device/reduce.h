@@ -11,8 +11,8 @@
 
 #include <cstdint>
 
+#include "core/dtypes.h"
 #include "realrun/check_value.h"
-#include "reports/dtypes.h"
 
 namespace collkit::realrun {
 

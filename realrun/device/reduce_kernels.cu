@@ -10,7 +10,7 @@
 #include <string>
 #include <type_traits>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 #include "realrun/device/reduce.h"
 
 namespace collkit::realrun {

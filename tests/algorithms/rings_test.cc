@@ -14,9 +14,9 @@
 
 #include "algorithms/blocks.h"
 #include "algorithms/costs.h"
-#include "algorithms/error.h"
 #include "algorithms/reference.h"
 #include "algorithms/registry.h"
+#include "core/error.h"
 #include "tests/algorithms/test_support.h"
 
 namespace collkit {

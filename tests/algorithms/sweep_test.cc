@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/error.h"
 #include "algorithms/reference.h"
 #include "algorithms/registry.h"
+#include "core/error.h"
 #include "tests/algorithms/test_support.h"
 
 namespace collkit {

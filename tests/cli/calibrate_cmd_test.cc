@@ -10,8 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/registry.h"
 #include "reports/report.h"
-#include "reports/sweep.h"
+#include "reports/sweep_report.h"
 #include "tests/cli/cli_runner.h"
 #include "topologies/sha256.h"
 #include "topologies/topology.h"
@@ -57,7 +58,7 @@ class CalibrateCli : public ::testing::Test {
       sweep.ranks = 4;
       sweep.sizes = sizes;
       sweep.model = cost_params_of(*parse_topology(kBase, "base.json"), 4);
-      all = simulate_sweep(sweep, *truth, {});  // the context; rows of both sweeps
+      all = simulate_report(sweep, *truth, {});  // the context; rows of both sweeps
       rows.insert(rows.end(), all.results.begin(), all.results.end());
     }
     all.results = rows;

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 
 namespace collkit::testing_regression {
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/error.h"
 #include "algorithms/registry.h"
+#include "core/error.h"
 #include "realrun/loopback.h"
 #include "tests/realrun/oracle.h"
 

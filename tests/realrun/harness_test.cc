@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 
 namespace collkit::realrun {
 namespace {

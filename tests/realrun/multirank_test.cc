@@ -15,13 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/error.h"
 #include "algorithms/registry.h"
+#include "core/error.h"
 #include "realrun/check_data.h"
 #include "realrun/executor.h"
 #include "realrun/loopback.h"
 #include "realrun/plan.h"
-#include "reports/sweep.h"
 #include "tests/realrun/oracle.h"
 
 namespace collkit::realrun {

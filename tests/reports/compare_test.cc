@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 
 namespace collkit {
 namespace {

@@ -8,7 +8,7 @@
 #include <functional>
 #include <string>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 
 namespace collkit {
 namespace {

@@ -27,9 +27,9 @@
 #include <utility>
 #include <vector>
 
-#include "algorithms/error.h"
 #include "algorithms/registry.h"
 #include "algorithms/schedule.h"
+#include "core/error.h"
 #include "sim/engine.h"
 #include "tests/sim/sim_test_util.h"
 #include "topologies/topology.h"

@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "algorithms/error.h"
 #include "algorithms/registry.h"
+#include "core/error.h"
 #include "tests/sim/sim_test_util.h"
 
 namespace collkit {

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "../common/regression_support.h"
-#include "algorithms/error.h"
+#include "core/error.h"
 #include "topologies/astra.h"
 #include "topologies/topology.h"
 

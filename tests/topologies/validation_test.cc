@@ -6,7 +6,7 @@
 #include <fstream>
 #include <initializer_list>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 #include "topologies/topology.h"
 
 namespace collkit {

@@ -1,13 +1,13 @@
-#include "reports/planner.h"
+#include "planner/planner.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <numeric>
 
-#include "algorithms/error.h"
 #include "algorithms/registry.h"
-#include "reports/sweep.h"
+#include "core/error.h"
+#include "sim/sweep.h"
 
 namespace collkit {
 namespace {

@@ -1,4 +1,4 @@
-#include "reports/planner_model.h"
+#include "planner/planner_model.h"
 
 #include <fstream>
 #include <initializer_list>
@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 
 namespace collkit {
 namespace {

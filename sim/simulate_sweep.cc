@@ -1,11 +1,10 @@
-// Kept apart from sweep.cc so that programs using only the generic sweep
-// (its tests, the MPI bench) do not link the simulator.
+// The sweep timed by the simulator, and the figures it reads off a topology.
 #include <algorithm>
 #include <string>
 
-#include "algorithms/error.h"
 #include "algorithms/registry.h"
-#include "reports/sweep.h"
+#include "core/error.h"
+#include "sim/sweep.h"
 
 namespace collkit {
 
@@ -28,8 +27,8 @@ CostParams cost_params_of(const Topology& topology, int ranks) {
   return params;
 }
 
-Report simulate_sweep(const SweepSpec& sweep, const Topology& topology, const SimOptions& options,
-                      const ProgressFn& progress) {
+std::vector<SweepPoint> simulate_sweep(const SweepSpec& sweep, const Topology& topology,
+                                       const SimOptions& options, const ProgressFn& progress) {
   if (sweep.ranks > topology.num_ranks())
     throw UsageError("--ranks " + std::to_string(sweep.ranks) + " is more than the " +
                      std::to_string(topology.num_ranks()) + " ranks of topology '" + topology.name +
@@ -38,17 +37,12 @@ Report simulate_sweep(const SweepSpec& sweep, const Topology& topology, const Si
   // the schedule generates no steps, so this costs nothing per algorithm.
   for (const std::string& algorithm : sweep.algorithms)
     make_schedule(schedule_spec(sweep, algorithm, map_size(sweep.collective, 0, 1, 1)));
-  Report report = run_sweep(
+  return run_sweep(
       sweep,
       [&](const ScheduleSpec& spec) {
         return simulate(*make_schedule(spec), topology, options).time;
       },
       progress);
-  report.mode = ReportMode::simulate;
-  report.backend = Backend::sim;
-  report.topology = TopologyInfo{topology.name, topology.file, topology.sha256};
-  report.extra["model"] = std::string(to_string(options.model));
-  return report;
 }
 
 }  // namespace collkit

@@ -1,7 +1,7 @@
 // Calibration against a synthetic ground truth: reports simulated with known
 // parameters, fitted starting from a wrong base, must give the known
 // parameters back (exactly without noise, closely with noise).
-#include "reports/calibrate.h"
+#include "calibration/calibrate.h"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/error.h"
-#include "reports/sweep.h"
+#include "algorithms/registry.h"
+#include "core/error.h"
+#include "reports/sweep_report.h"
 
 namespace collkit {
 namespace {
@@ -61,7 +62,7 @@ std::vector<CalibrationInput> truth_reports(double noise, NetModel model,
     sweep.model = cost_params_of(*parse_topology(ring_text(10, 5, 0.1, 1000, 100), "base.json"), 4);
     SimOptions options;
     options.model = model;
-    Report r = simulate_sweep(sweep, *truth, options);
+    Report r = simulate_report(sweep, *truth, options);
     r.mode = ReportMode::measure;
     r.backend = Backend::mpi;
     r.topology.reset();
@@ -164,7 +165,7 @@ TEST(Calibrate, ExplicitBaseKeepsItsFormAndFitsTwoClasses) {
   const std::string base_text = text(100, 100, 2);
   const std::unique_ptr<Topology> base = parse_topology(base_text, "b.json");
   sweep.model = cost_params_of(*base, 4);
-  Report m = simulate_sweep(sweep, *truth, {});
+  Report m = simulate_report(sweep, *truth, {});
   m.mode = ReportMode::measure;
   m.topology.reset();
   const CalibrationResult r = calibrate({{"m.json", "0", m}}, *base);
@@ -209,7 +210,7 @@ TEST(Calibrate, HostBusBaseFitsTheBusAndGroupsItsCollinearLatencies) {
     sweep.ranks = 4;
     sweep.sizes = {4096, 65536, 1 << 20, 8 << 20};
     sweep.model = cost_params_of(*base, 4);
-    Report m = simulate_sweep(sweep, *truth, {});
+    Report m = simulate_report(sweep, *truth, {});
     m.mode = ReportMode::measure;
     m.topology.reset();
     in.push_back({"m" + std::to_string(in.size()) + ".json", "0", m});
@@ -348,7 +349,7 @@ TEST(Calibrate, FindsTheCacheSizeAndFitsTheDramFactor) {
     sweep.ranks = 4;
     sweep.sizes = {16384, 262144, 1 << 20, 4 << 20, 16 << 20};
     sweep.model = cost_params_of(*base, 4);
-    Report m = simulate_sweep(sweep, *truth, {});
+    Report m = simulate_report(sweep, *truth, {});
     m.mode = ReportMode::measure;
     m.topology.reset();
     in.push_back({"m" + std::to_string(in.size()) + ".json", "0", m});
@@ -387,7 +388,7 @@ TEST(Calibrate, RebuildsTheSchedulesWithTheRunsSegmentModel) {
   sweep.ranks = 4;
   sweep.sizes = {4096, 65536, 1 << 20, 4 << 20, 16 << 20};
   sweep.model = run_model;
-  Report m = simulate_sweep(sweep, *truth, {});
+  Report m = simulate_report(sweep, *truth, {});
   m.mode = ReportMode::measure;
   m.topology.reset();
   m.extra = Json::object();

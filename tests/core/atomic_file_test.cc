@@ -1,4 +1,4 @@
-#include "reports/atomic_file.h"
+#include "core/atomic_file.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 
 namespace collkit {
 namespace {

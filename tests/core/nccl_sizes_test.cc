@@ -1,11 +1,11 @@
-#include "reports/nccl_sizes.h"
+#include "core/nccl_sizes.h"
 
 #include <gtest/gtest.h>
 
 #include <tuple>
 
-#include "algorithms/error.h"
-#include "reports/dtypes.h"
+#include "core/dtypes.h"
+#include "core/error.h"
 
 namespace collkit {
 namespace {

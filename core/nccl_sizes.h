@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "algorithms/schedule.h"
+#include "core/collective.h"
 
 namespace collkit {
 

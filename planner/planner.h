@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "algorithms/schedule.h"
-#include "reports/dtypes.h"
-#include "reports/planner_model.h"
-#include "reports/report.h"
+#include "core/dtypes.h"
+#include "core/json.h"
+#include "planner/planner_model.h"
 #include "sim/engine.h"
 #include "topologies/topology.h"
 

@@ -1,11 +1,9 @@
-#include "reports/sweep.h"
+#include "core/sizes.h"
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 
-#include "algorithms/error.h"
-#include "algorithms/registry.h"
+#include "core/error.h"
 
 namespace collkit {
 
@@ -81,78 +79,6 @@ std::vector<std::int64_t> sweep_sizes(std::int64_t min_bytes, std::int64_t max_b
     }
   }
   return sizes;
-}
-
-std::vector<std::string> expand_algorithms(Collective c, const std::string& list) {
-  std::vector<std::string> out;
-  if (list == "all") {
-    for (const AlgorithmDef* d : algorithms_for(c)) {
-      out.push_back(d->name);
-      for (size_t i = 1; i < d->variants.size(); ++i) out.push_back(d->name + ":" + d->variants[i]);
-    }
-    if (out.empty())
-      throw UsageError("no algorithm is registered for " + std::string(to_string(c)));
-    return out;
-  }
-  size_t start = 0;
-  for (;;) {
-    const size_t comma = list.find(',', start);
-    const std::string name = list.substr(start, comma == std::string::npos ? comma : comma - start);
-    if (name.empty())
-      throw UsageError("--algorithm '" + list + "': empty algorithm name in the list");
-    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
-ScheduleSpec schedule_spec(const SweepSpec& sweep, const std::string& algorithm,
-                           const SizeMapping& size) {
-  ScheduleSpec spec;
-  spec.collective = sweep.collective;
-  spec.algorithm = algorithm;
-  spec.ranks = sweep.ranks;
-  spec.root = sweep.root;
-  spec.count = size.spec_count;
-  spec.elem_size = size_of(sweep.dtype);
-  if (sweep.segment_bytes > 0)
-    spec.segment = std::max<std::int64_t>(1, sweep.segment_bytes / spec.elem_size);
-  spec.group_size = sweep.group_size;
-  spec.model = sweep.model;
-  return spec;
-}
-
-Report run_sweep(const SweepSpec& sweep, const TimeFn& time_of, const ProgressFn& progress) {
-  // Barrier moves no data: one row, whatever the sizes.
-  const std::vector<std::int64_t> sizes =
-      sweep.collective == Collective::barrier ? std::vector<std::int64_t>{0} : sweep.sizes;
-  Report report;
-  report.ranks = sweep.ranks;
-  report.dtype = sweep.dtype;
-  report.op = sweep.op;
-  report.root = sweep.root;
-  const std::size_t total = sweep.algorithms.size() * sizes.size();
-  std::size_t done = 0;
-  for (const std::string& algorithm : sweep.algorithms) {
-    for (std::int64_t bytes : sizes) {
-      const SizeMapping size = map_size(sweep.collective, bytes, size_of(sweep.dtype), sweep.ranks);
-      const double seconds = time_of(schedule_spec(sweep, algorithm, size));
-      report.results.push_back(
-          make_row(sweep.collective, algorithm, size, sweep.ranks, seconds * 1e6));
-      if (progress) progress(++done, total);
-    }
-  }
-  report.best = compute_best(report.results);
-  return report;
-}
-
-std::string_view to_string(NetModel m) { return m == NetModel::flow ? "flow" : "alpha-beta"; }
-
-NetModel parse_net_model(std::string_view name) {
-  if (name == "flow") return NetModel::flow;
-  if (name == "alpha-beta") return NetModel::alpha_beta;
-  throw UsageError("unknown network model '" + std::string(name) + "'; valid: flow, alpha-beta");
 }
 
 }  // namespace collkit

@@ -1,8 +1,8 @@
-#include "reports/dtypes.h"
+#include "core/dtypes.h"
 
 #include <string>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 
 namespace collkit {
 

@@ -1,4 +1,4 @@
-#include "reports/calibrate.h"
+#include "calibration/calibrate.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,9 +11,9 @@
 #include <tuple>
 #include <vector>
 
-#include "algorithms/error.h"
 #include "algorithms/registry.h"
-#include "reports/sweep.h"
+#include "core/error.h"
+#include "sim/sweep.h"
 
 namespace collkit {
 namespace {

@@ -1,9 +1,9 @@
-#include "reports/nccl_sizes.h"
+#include "core/nccl_sizes.h"
 
 #include <numeric>
 #include <string>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 
 namespace collkit {
 

@@ -1,7 +1,7 @@
 // The layer planner against figures computed by hand: model parameter counts
 // from PLANNER.md, the ZeRO paper's memory table, the seeds' AlexNet split and
 // its crossover batch, GPT-3 175B on 1024 GPUs and Llama-2-7B on one DGX.
-#include "reports/planner.h"
+#include "planner/planner.h"
 
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 #include <map>
 #include <string>
 
-#include "algorithms/error.h"
-#include "reports/nccl_sizes.h"
-#include "reports/planner_model.h"
+#include "core/error.h"
+#include "core/nccl_sizes.h"
+#include "planner/planner_model.h"
 #include "topologies/topology.h"
 
 namespace collkit {

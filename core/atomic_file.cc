@@ -1,4 +1,4 @@
-#include "reports/atomic_file.h"
+#include "core/atomic_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "algorithms/error.h"
+#include "core/error.h"
 
 namespace collkit {
 namespace {

@@ -1,0 +1,46 @@
+#include "sim/sweep.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "algorithms/registry.h"
+#include "core/error.h"
+
+namespace collkit {
+
+ScheduleSpec schedule_spec(const SweepSpec& sweep, const std::string& algorithm,
+                           const SizeMapping& size) {
+  ScheduleSpec spec;
+  spec.collective = sweep.collective;
+  spec.algorithm = algorithm;
+  spec.ranks = sweep.ranks;
+  spec.root = sweep.root;
+  spec.count = size.spec_count;
+  spec.elem_size = size_of(sweep.dtype);
+  if (sweep.segment_bytes > 0)
+    spec.segment = std::max<std::int64_t>(1, sweep.segment_bytes / spec.elem_size);
+  spec.group_size = sweep.group_size;
+  spec.model = sweep.model;
+  return spec;
+}
+
+std::vector<SweepPoint> run_sweep(const SweepSpec& sweep, const TimeFn& time_of,
+                                  const ProgressFn& progress) {
+  // Barrier moves no data: one point, whatever the sizes.
+  const std::vector<std::int64_t> sizes =
+      sweep.collective == Collective::barrier ? std::vector<std::int64_t>{0} : sweep.sizes;
+  std::vector<SweepPoint> points;
+  points.reserve(sweep.algorithms.size() * sizes.size());
+  const std::size_t total = sweep.algorithms.size() * sizes.size();
+  for (const std::string& algorithm : sweep.algorithms) {
+    for (std::int64_t bytes : sizes) {
+      const SizeMapping size = map_size(sweep.collective, bytes, size_of(sweep.dtype), sweep.ranks);
+      points.push_back(SweepPoint{algorithm, size, time_of(schedule_spec(sweep, algorithm, size))});
+      if (progress) progress(points.size(), total);
+    }
+  }
+  return points;
+}
+
+}  // namespace collkit

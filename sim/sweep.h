@@ -1,0 +1,68 @@
+// Size sweeps: the same collective at every size of nccl-tests' -b/-e/-f/-i
+// loop, for a list of algorithms, timed by the simulator (or by any function:
+// tests share the one loop). The points become a report in reports/
+// (sweep_report.h), which adds the nccl-tests figures and the best algorithm
+// per size.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "core/dtypes.h"
+#include "core/nccl_sizes.h"
+#include "sim/engine.h"
+#include "topologies/topology.h"
+
+namespace collkit {
+
+struct SweepSpec {
+  Collective collective = Collective::all_reduce;
+  std::vector<std::string> algorithms;  // names as make_schedule takes them
+  int ranks = 1;
+  int root = 0;
+  DataType dtype = DataType::float32;
+  RedOp op = RedOp::sum;
+  std::vector<std::int64_t> sizes;  // bytes as the user gave them (sweep_sizes)
+  std::int64_t segment_bytes = 0;   // pipelined algorithms; 0 = closed-form optimum
+  int group_size = 0;               // hierarchical algorithms; 0 = automatic
+  CostParams model{};               // only picks default segment sizes
+};
+
+// The ScheduleSpec of one (algorithm, size) of the sweep.
+ScheduleSpec schedule_spec(const SweepSpec& sweep, const std::string& algorithm,
+                           const SizeMapping& size);
+
+// Seconds one schedule takes.
+using TimeFn = std::function<double(const ScheduleSpec&)>;
+// Called after every (algorithm, size) with the number done and the total.
+using ProgressFn = std::function<void(std::size_t done, std::size_t total)>;
+
+// One (algorithm, size) of a sweep and the time it took.
+struct SweepPoint {
+  std::string algorithm;
+  SizeMapping size;
+  double seconds = 0;
+};
+
+// Runs every algorithm at every size (barrier: once, at size 0) and returns
+// the points grouped by algorithm, sizes in the sweep's order.
+std::vector<SweepPoint> run_sweep(const SweepSpec& sweep, const TimeFn& time_of,
+                                  const ProgressFn& progress = {});
+
+// Alpha-beta-gamma parameters read off the topology (the route from rank 0 to
+// rank 1: summed latencies plus the sender's overhead, the bottleneck
+// bandwidth, the reduce bandwidth), so default segment sizes suit the network
+// being simulated. The defaults of CostParams for a single rank.
+CostParams cost_params_of(const Topology& topology, int ranks);
+
+// run_sweep with the simulator: validates every algorithm name and the rank
+// count up front (so a typo fails before minutes of simulation), then times
+// each schedule with simulate().
+std::vector<SweepPoint> simulate_sweep(const SweepSpec& sweep, const Topology& topology,
+                                       const SimOptions& options, const ProgressFn& progress = {});
+
+}  // namespace collkit
