@@ -3,12 +3,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "algorithms/generator.h"
+#include "core/channel_plan.h"
 #include "core/collective.h"
+#include "core/protocol.h"
 
 namespace collkit {
 
@@ -33,12 +36,30 @@ std::string_view to_string(OpKind k);
 //           reduce (dst = dst op data)
 //   copy:   dst = src            (local; src.count == dst.count)
 //   reduce: dst = dst op src     (local)
+//
+// Two hints change only how the simulator times a transfer, never what it
+// computes (the reference executor and the real executors ignore them):
+//   lanes: the transfer stands for `lanes` identical transfers run in
+//          parallel (channels that share a rank order, docs/SCHEDULE.md);
+//          the simulator runs it as that many equal flows.
+//   fan_out: 0, or g >= 2 on a send that is one of g sends of the same data
+//          to g peers in one step (multicast): where the route crosses a
+//          switch that multicasts and reduces (NVLS, SHARP; docs/TOPOLOGY.md),
+//          the data crosses the links before that switch once for all g.
+//   fan_in: 0, or g >= 2 on a send and its reducing receive when the
+//          transfer is one of g whose data is reduced into the same region
+//          of the receiver: through such a switch the reduced data crosses
+//          the links after it once for all g, and the receiver does not
+//          reduce (the switch did).
 struct Op {
   OpKind kind = OpKind::send;
   Combine combine = Combine::copy;
   int peer = -1;
   Region src{};
   Region dst{};
+  std::uint16_t lanes = 1;
+  std::uint16_t fan_out = 0;
+  std::uint16_t fan_in = 0;
   bool operator==(const Op&) const = default;
 };
 
@@ -95,6 +116,13 @@ struct ScheduleSpec {
   int group_size = 0;
   // Used only to choose default segment sizes; never changes correctness.
   CostParams model{};
+  // The `nccl` family (docs/NCCL.md): the protocol the schedule is timed
+  // with (none = the simulator's plain transfers), and the channels it is
+  // spread over: `plan` (rank orders from a topology search), or else
+  // `channels` channels over default orders (0 = one).
+  Protocol protocol = Protocol::none;
+  int channels = 0;
+  std::shared_ptr<const ChannelPlan> plan;
 };
 
 // The uneven block partition used wherever a vector of n elements is split

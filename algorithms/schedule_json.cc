@@ -30,6 +30,9 @@ nlohmann::json to_json(const Op& op) {
       j["dst"] = region_json(op.dst);
       break;
   }
+  if (op.lanes != 1) j["lanes"] = op.lanes;
+  if (op.fan_out != 0) j["fan_out"] = op.fan_out;
+  if (op.fan_in != 0) j["fan_in"] = op.fan_in;
   return j;
 }
 
@@ -51,6 +54,7 @@ nlohmann::json schedule_to_json(const Schedule& s, int first, int last) {
   j["root"] = spec.root;
   j["count"] = spec.count;
   j["elem_size"] = spec.elem_size;
+  if (spec.protocol != Protocol::none) j["protocol"] = std::string(to_string(spec.protocol));
   nlohmann::json programs = nlohmann::json::array();
   for (int r = first; r <= last; ++r) {
     const BufferSizes b = s.buffer_sizes(r);

@@ -24,9 +24,31 @@ constexpr std::uint32_t kNil = 0xffffffffu;
 struct Post {
   double time;
   std::int64_t count;
-  std::int32_t peer;  // the sender, for both kinds (the receiver keeps the post)
-  bool is_send;
-  bool reduce;
+  // The sender, for both kinds (the receiver keeps the post), with the kind
+  // in bit 31 and a reducing receive in bit 30 (ranks are < 2^30).
+  std::uint32_t peer_bits;
+  // Lanes, fans and an eager send's transfer (PostExtra), kNil when they are
+  // the defaults: kept aside so that a RankState stays one cache line.
+  std::uint32_t extra;
+  int peer() const { return static_cast<int>(peer_bits & 0x3fffffffu); }
+  bool is_send() const { return (peer_bits >> 31) != 0; }
+  bool reduce() const { return ((peer_bits >> 30) & 1u) != 0; }
+  static Post make(double time, std::int64_t count, int peer, bool is_send, bool reduce) {
+    return Post{
+        time, count,
+        static_cast<std::uint32_t>(peer) | (is_send ? 1u << 31 : 0u) | (reduce ? 1u << 30 : 0u),
+        kNil};
+  }
+};
+static_assert(sizeof(Post) == 24, "a RankState must stay one cache line");
+
+// The rarely set parts of a post (Op::lanes, fan_out, fan_in) and, for an
+// eager send already under way, its EagerArrival.
+struct PostExtra {
+  std::uint16_t lanes = 1;
+  std::uint16_t fan_out = 0;
+  std::uint16_t fan_in = 0;
+  std::uint32_t transfer = kNil;
 };
 
 // Posts beyond a rank's first, in a pool with a free list.
@@ -54,12 +76,34 @@ struct alignas(64) RankState {
   std::uint32_t more_tail = kNil;
 };
 
+static_assert(sizeof(RankState) == 64, "one cache line per rank");
+
 struct Transfer {
   int src;
   int dst;
   double bytes;
   bool reduce;
   bool local = false;  // a rank's local work on a shared host (src == dst)
+  // Pipelined endpoints: the receiver sees the data `tail` seconds after the
+  // sender has put its last byte out (the route's latency); a reduction
+  // overlaps the transfer from `begin`; `eager` is the EagerArrival of a
+  // send that started before its receive was posted (kNil otherwise).
+  double tail = 0;
+  double begin = 0;
+  std::uint32_t eager = 0xffffffffu;
+  bool reduced_in_switch = false;
+};
+
+// An eager send's data on its way to (or waiting at) the receiver.
+struct EagerArrival {
+  double begin = 0;  // when the data started to flow
+  double bytes = 0;
+  double time = 0;  // when it is there, once arrived
+  bool arrived = false;
+  bool reduced_in_switch = false;
+  bool receive_posted = false;
+  double receive_time = 0;
+  bool reduce = false;
 };
 
 class Engine {
@@ -71,22 +115,31 @@ class Engine {
         p_(schedule.ranks()),
         elem_size_(schedule.spec().elem_size),
         ranks_(static_cast<std::size_t>(p_)),
-        routes_(route_cache_size(p_)) {
+        routes_(route_cache_size(p_)),
+        protocol_(schedule.spec().protocol),
+        efficiency_(topology.protocol(protocol_).efficiency) {
     if (options_.model == NetModel::flow) network_.emplace(topology_);
     if (options_.rank_times) result_.rank_times.assign(static_cast<std::size_t>(p_), 0.0);
     init_cache_scale();
     init_shared_hosts();
+    pipelined_.resize(static_cast<std::size_t>(p_));
+    for (int r = 0; r < p_; ++r) pipelined_[r] = topology_.endpoint(r).pipelined;
   }
 
   SimResult run() {
+    // The protocol's base latency: every rank starts its program after it.
+    const double base = topology_.protocol(protocol_).base_latency;
     for (int r = 0; r < p_; ++r) {
       ranks_[r].program = schedule_.program(r);
-      advance(r, 0.0);
+      advance(r, base);
       drain();
     }
     if (options_.model == NetModel::flow) run_network();
-    if (finished_ != p_) throw_deadlock();
-    result_.time = end_time_;
+    if (finished_ != p_ || unmatched_posts()) throw_deadlock();
+    double launch = 0;
+    for (int r = 0; r < p_; ++r) launch = std::max(launch, topology_.endpoint(r).launch);
+    result_.launch_floor = launch * std::max(1, options_.launch_devices);
+    result_.time = std::max(end_time_, result_.launch_floor);
     result_.events = events_ + (network_ ? network_->events() : 0);
     if (network_) result_.max_link_flows = network_->max_link_flows();
     return result_;
@@ -135,6 +188,11 @@ class Engine {
       }
       s.done = t;
       s.local = local;
+      if (local > 0 && pipelined_[static_cast<std::size_t>(rank)]) {
+        // GPU kernels reduce and copy alongside the step's communication.
+        s.done = t + local;
+        s.local = 0;
+      }
       s.pending = comm;
       for (const Op& op : step.ops)
         if (op.kind == OpKind::send || op.kind == OpKind::recv) post(rank, op, t);
@@ -213,44 +271,113 @@ class Engine {
     RankState& receiver = ranks_[dst];
     Post other{};
     if (!take_match(receiver, src, is_send, other)) {
-      const Post mine{t, count, src, is_send, !is_send && op.combine == Combine::reduce};
-      if (!receiver.has_first) {
-        receiver.first = mine;
-        receiver.has_first = true;
-        return;
+      Post mine = Post::make(t, count, src, is_send, !is_send && op.combine == Combine::reduce);
+      std::uint32_t transfer = kNil;
+      // An eager sender (a pipelined endpoint: NCCL's FIFO) does not wait
+      // for the receive: its data leaves now and waits at the receiver.
+      if (is_send && topology_.endpoint(src).pipelined) {
+        transfer = start_transfer(src, dst, static_cast<double>(count) * elem_size_, false, t,
+                                  op.lanes, op.fan_out, op.fan_in, /*eager=*/true);
       }
-      std::uint32_t idx;
-      if (!free_posted_.empty()) {
-        idx = free_posted_.back();
-        free_posted_.pop_back();
-      } else {
-        idx = static_cast<std::uint32_t>(posted_.size());
-        posted_.emplace_back();
-      }
-      posted_[idx] = Posted{mine, kNil};
-      if (receiver.more_tail == kNil) {
-        receiver.more_head = idx;
-      } else {
-        posted_[receiver.more_tail].next = idx;
-      }
-      receiver.more_tail = idx;
+      if (op.lanes != 1 || op.fan_out != 0 || op.fan_in != 0 || transfer != kNil)
+        mine.extra = new_extra(PostExtra{op.lanes, op.fan_out, op.fan_in, transfer});
+      enqueue(receiver, mine);
       return;
     }
-    if (other.count != count)
-      throw ScheduleError("rank " + std::to_string(src) + " sends " +
-                          std::to_string(is_send ? count : other.count) + " elements to rank " +
-                          std::to_string(dst) + " but the matching receive expects " +
-                          std::to_string(is_send ? other.count : count));
-    const bool reduce = is_send ? other.reduce : op.combine == Combine::reduce;
+    check_counts(src, dst, is_send ? count : other.count, is_send ? other.count : count);
+    PostExtra ox;
+    if (other.extra != kNil) {
+      ox = extras_[other.extra];
+      free_extras_.push_back(other.extra);
+    }
+    if (!is_send && ox.transfer != kNil) {
+      // The receive of an eager send that is under way or has arrived.
+      receive_eager(dst, ox.transfer, op.combine == Combine::reduce, t);
+      return;
+    }
+    const bool reduce = is_send ? other.reduce() : op.combine == Combine::reduce;
+    // Lanes and fans come from whichever side names them (the generators
+    // put the same value on both).
+    const std::uint16_t lanes = std::max(op.lanes, ox.lanes);
+    const std::uint16_t fan_out = is_send ? op.fan_out : ox.fan_out;
+    const std::uint16_t fan_in = std::max(op.fan_in, ox.fan_in);
+    if (topology_.endpoint(src).pipelined) {
+      // Eager even though the receive was posted first (engines may post
+      // out of time order): the data leaves when the send is posted, and
+      // the receive is done when both the data and the receive are there.
+      const std::uint32_t transfer =
+          start_transfer(src, dst, static_cast<double>(count) * elem_size_, false,
+                         is_send ? t : other.time, lanes, fan_out, fan_in, true);
+      receive_eager(dst, transfer, reduce, is_send ? other.time : t);
+      return;
+    }
     start_transfer(src, dst, static_cast<double>(count) * elem_size_, reduce,
-                   std::max(t, other.time));
+                   std::max(t, other.time), lanes, fan_out, fan_in, /*eager=*/false);
   }
 
+  void check_counts(int src, int dst, std::int64_t sent, std::int64_t expected) const {
+    if (sent != expected)
+      throw ScheduleError("rank " + std::to_string(src) + " sends " + std::to_string(sent) +
+                          " elements to rank " + std::to_string(dst) +
+                          " but the matching receive expects " + std::to_string(expected));
+  }
+
+  // Appends a post to the receiver's waiting list (FIFO).
+  void enqueue(RankState& receiver, const Post& mine) {
+    if (!receiver.has_first) {
+      receiver.first = mine;
+      receiver.has_first = true;
+      return;
+    }
+    std::uint32_t idx;
+    if (!free_posted_.empty()) {
+      idx = free_posted_.back();
+      free_posted_.pop_back();
+    } else {
+      idx = static_cast<std::uint32_t>(posted_.size());
+      posted_.emplace_back();
+    }
+    posted_[idx] = Posted{mine, kNil};
+    if (receiver.more_tail == kNil) {
+      receiver.more_head = idx;
+    } else {
+      posted_[receiver.more_tail].next = idx;
+    }
+    receiver.more_tail = idx;
+  }
+
+  // The receive matching an eager send: done when the data is there (or at
+  // once if it already is), plus what a reduction that could not keep up
+  // with the transfer adds.
+  void receive_eager(int dst, std::uint32_t transfer, bool reduce, double t) {
+    EagerArrival& a = arrivals_[transfer];
+    if (a.arrived) {
+      complete(dst, receive_done(dst, a.begin, a.bytes, a.time, reduce && !a.reduced_in_switch, t));
+      free_arrivals_.push_back(transfer);
+      return;
+    }
+    // Still in flight: the arrival completes the receive.
+    a.receive_posted = true;
+    a.receive_time = t;
+    a.reduce = reduce;
+  }
+
+  // When a receive is done: the data has arrived (`seen`) and the receive was
+  // posted (`posted`); a reduction follows the data, or on a pipelined
+  // endpoint runs alongside the transfer from its `begin`, at reduce_bw.
+  double receive_done(int dst, double begin, double bytes, double seen, bool reduce,
+                      double posted) const {
+    double done = std::max(seen, posted);
+    if (!reduce) return done;
+    const double work = reduce_time(dst, bytes);
+    if (topology_.endpoint(dst).pipelined) return std::max(done, begin + work);
+    return done + work;
+  }
   // Removes from the receiver's waiting posts the oldest one from `src` on
   // the side opposite to `is_send`, into `out`; false if there is none.
   bool take_match(RankState& receiver, int src, bool is_send, Post& out) {
     if (!receiver.has_first) return false;
-    const auto wanted = [&](const Post& p) { return p.peer == src && p.is_send != is_send; };
+    const auto wanted = [&](const Post& p) { return p.peer() == src && p.is_send() != is_send; };
     if (wanted(receiver.first)) {
       out = receiver.first;
       const std::uint32_t idx = receiver.more_head;
@@ -345,7 +472,7 @@ class Engine {
             static_cast<std::uint32_t>(route_.size())};
     for (LinkId id : route_) {
       const LinkProps link = topology_.link(id);
-      r.latency += link.latency;
+      r.latency += link.latency_for(protocol_);
       r.bottleneck = std::min(r.bottleneck, link.bandwidth);
     }
     const bool cache = set != nullptr && r.hops <= kCachedHops;
@@ -368,23 +495,147 @@ class Engine {
     return r;
   }
 
-  // Both sides have posted at `start`. The sender pays its overhead, the
-  // header crosses the route (sum of latencies), then the data flows; the
-  // receiver of a reducing recv then pays the reduction.
-  void start_transfer(int src, int dst, double bytes, bool reduce, double start) {
+  // Both sides have posted at `start` (or, `eager`, the sender has: its
+  // receive is not posted yet). The sender pays its overhead, the header
+  // crosses the route (sum of latencies), then the data flows; the receiver
+  // of a reducing recv then pays the reduction. Pipelined senders
+  // (EndpointProps::pipelined) put the data out at once and are done when it
+  // has left; their receivers see it a route latency later, reduced on the
+  // way where their endpoint is pipelined too. A protocol moves
+  // bytes / efficiency on the wire. Eager transfers return their
+  // EagerArrival, others kNil.
+  std::uint32_t start_transfer(int src, int dst, double bytes, bool reduce, double start,
+                               std::uint16_t lanes = 1, std::uint16_t fan_out = 0,
+                               std::uint16_t fan_in = 0, bool eager = false) {
     const Route r = route(src, dst);
-    const double arrive = start + topology_.endpoint(src).overhead + r.latency;
+    const EndpointProps sep = topology_.endpoint(src);
+    const bool pipelined = sep.pipelined;
+    const double begin = start + sep.overhead + (pipelined ? 0.0 : r.latency);
     ++result_.messages;
     result_.bytes += bytes;
+    Transfer t{src, dst, bytes, reduce};
+    t.tail = pipelined ? r.latency : 0.0;
+    t.begin = begin;
     // Past the cache of either end, the data costs dram_factor times more.
-    const double cost_bytes = bytes * std::max(scale(src), scale(dst));
-    if (!network_ || bytes == 0) {
-      const double done = bytes == 0 ? arrive : arrive + cost_bytes / r.bottleneck;
-      finish_transfer(Transfer{src, dst, bytes, reduce}, done);
-      return;
+    double cost_bytes = bytes * std::max(scale(src), scale(dst));
+    if (efficiency_ != 1) cost_bytes /= efficiency_;
+    const bool fan = fan_out >= 2 || fan_in >= 2;
+    Split split;
+    const bool in_network = fan && split_route(src, dst, fan_out, fan_in, split);
+    if (in_network && split.reduced_in_switch) {
+      t.reduce = false;
+      t.reduced_in_switch = true;
     }
-    network_->add(arrive, r.slots, r.hops, cost_bytes,
-                  new_transfer(Transfer{src, dst, bytes, reduce}));
+    if (eager) {
+      t.eager = new_arrival();
+      EagerArrival& a = arrivals_[t.eager];
+      a.begin = begin;
+      a.bytes = bytes;
+      a.reduced_in_switch = t.reduced_in_switch;
+    }
+    const std::uint32_t eager_id = t.eager;
+    if (!network_ || bytes == 0) {
+      const double rate = (in_network ? split.alone_level : r.bottleneck) * lanes;
+      const double done = bytes == 0 ? begin : begin + cost_bytes / rate;
+      finish_transfer(t, done);
+      return eager_id;
+    }
+    if (!in_network && lanes == 1) {
+      network_->add(begin, r.slots, r.hops, cost_bytes, new_transfer(t));
+      return eager_id;
+    }
+    // The general form: per-hop coefficients (in-network fans) and lanes.
+    if (in_network) {
+      network_->add(begin, split.slots.data(), static_cast<std::uint32_t>(split.slots.size()),
+                    cost_bytes, new_transfer(t), lanes, split.coeff.data());
+    } else {
+      network_->add(begin, r.slots, r.hops, cost_bytes, new_transfer(t), lanes);
+    }
+    return eager_id;
+  }
+
+  std::uint32_t new_extra(const PostExtra& x) {
+    if (!free_extras_.empty()) {
+      const std::uint32_t id = free_extras_.back();
+      free_extras_.pop_back();
+      extras_[id] = x;
+      return id;
+    }
+    extras_.push_back(x);
+    return static_cast<std::uint32_t>(extras_.size() - 1);
+  }
+
+  std::uint32_t new_arrival() {
+    if (!free_arrivals_.empty()) {
+      const std::uint32_t id = free_arrivals_.back();
+      free_arrivals_.pop_back();
+      arrivals_[id] = EagerArrival{};
+      return id;
+    }
+    arrivals_.emplace_back();
+    return static_cast<std::uint32_t>(arrivals_.size() - 1);
+  }
+
+  // A transfer that is one of `fan` through a switch that multicasts and
+  // reduces (Op::fan, Topology::in_network_side): the route up to and into
+  // the first such switch, then out of it. A multicast send (send_fan >= 2)
+  // puts its data on the links before the switch once for its fan; a
+  // receive reduced in the switch (recv_fan >= 2) gets the reduced data on
+  // the links after it once for its fan, and the receiver does not reduce.
+  // The switch's ports carry such traffic at its in-network rate (one
+  // virtual link per port and direction). False when the route crosses no
+  // such switch: the transfer is then an ordinary one.
+  struct Split {
+    std::vector<std::uint32_t> slots;
+    std::vector<double> coeff;
+    double alone_level = 0;  // the flow's rate alone (alpha_beta)
+    bool reduced_in_switch = false;
+  };
+  bool split_route(int src, int dst, std::uint16_t send_fan, std::uint16_t recv_fan, Split& out) {
+    topology_.route(src, dst, split_route_);
+    std::size_t into = split_route_.size();
+    double port_bw = 0;
+    for (std::size_t i = 0; i < split_route_.size(); ++i) {
+      double bw = 0;
+      if (topology_.in_network_side(split_route_[i], bw) == 1) {
+        into = i;
+        port_bw = bw;
+        break;
+      }
+    }
+    if (into + 1 >= split_route_.size()) return false;
+    const double up = send_fan >= 2 ? 1.0 / send_fan : 1.0;
+    const double down = recv_fan >= 2 ? 1.0 / recv_fan : 1.0;
+    out.slots.clear();
+    out.coeff.clear();
+    out.alone_level = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < split_route_.size(); ++i) {
+      const double c = i <= into ? up : down;
+      const double bw = topology_.link(split_route_[i]).bandwidth;
+      out.alone_level = std::min(out.alone_level, bw / c);
+      if (network_) {
+        out.slots.push_back(network_->link_slot(split_route_[i]));
+        out.coeff.push_back(c);
+      }
+    }
+    // The switch's in-network rate on the port the data enters and the one
+    // it leaves by.
+    out.alone_level = std::min({out.alone_level, port_bw / up, port_bw / down});
+    if (network_) {
+      out.slots.push_back(port_slot(split_route_[into], port_bw));
+      out.coeff.push_back(up);
+      out.slots.push_back(port_slot(split_route_[into + 1], port_bw));
+      out.coeff.push_back(down);
+    }
+    out.reduced_in_switch = recv_fan >= 2;
+    return true;
+  }
+
+  std::uint32_t port_slot(LinkId link, double bw) {
+    bool inserted = false;
+    std::uint32_t& slot = port_slots_.insert(static_cast<std::uint64_t>(link), inserted);
+    if (inserted) slot = network_->add_virtual_link(bw);
+    return slot;
   }
 
   // The tag of a flow in the network: a transfer slot, reused once free.
@@ -407,14 +658,26 @@ class Engine {
       return;
     }
     complete(t.src, done);
-    if (t.reduce && shares_host(t.dst)) {
+    const double seen = done + t.tail;
+    if (t.eager != kNil) {
+      EagerArrival& a = arrivals_[t.eager];
+      a.time = seen;
+      a.arrived = true;
+      if (a.receive_posted) {
+        complete(t.dst, receive_done(t.dst, a.begin, a.bytes, seen,
+                                     a.reduce && !a.reduced_in_switch, a.receive_time));
+        free_arrivals_.push_back(t.eager);
+      }
+      return;
+    }
+    if (t.reduce && shares_host(t.dst) && !topology_.endpoint(t.dst).pipelined) {
       // On a shared host the reduction is local work after the step's
       // communication, run as a flow with the rest of it.
       ranks_[t.dst].local += reduce_time(t.dst, t.bytes);
-      complete(t.dst, done);
+      complete(t.dst, seen);
       return;
     }
-    complete(t.dst, t.reduce ? done + reduce_time(t.dst, t.bytes) : done);
+    complete(t.dst, receive_done(t.dst, t.begin, t.bytes, seen, t.reduce, seen));
   }
 
   // An op of the rank's current step completes at `time` (which may lie
@@ -474,6 +737,14 @@ class Engine {
            std::string(to_string(op.kind)) + " with peer " + std::to_string(op.peer);
   }
 
+  // Eager sends can leave a send nobody received behind ranks that all
+  // finished: that is as wrong as a deadlock.
+  bool unmatched_posts() const {
+    for (const RankState& r : ranks_)
+      if (r.has_first) return true;
+    return false;
+  }
+
   [[noreturn]] void throw_deadlock() const {
     // Every unfinished rank waits on at least one unmatched post.
     struct Waiting {
@@ -484,8 +755,8 @@ class Engine {
     };
     std::vector<Waiting> waiting;
     const auto add = [&](int dst, const Post& e) {
-      waiting.push_back(e.is_send ? Waiting{e.peer, true, dst, e.count}
-                                  : Waiting{dst, false, e.peer, e.count});
+      waiting.push_back(e.is_send() ? Waiting{e.peer(), true, dst, e.count}
+                                    : Waiting{dst, false, e.peer(), e.count});
     };
     for (int dst = 0; dst < p_; ++dst) {
       if (!ranks_[dst].has_first) continue;
@@ -529,6 +800,15 @@ class Engine {
   std::vector<LinkId> route_;
   std::vector<CachedRoute> routes_;
   std::vector<std::uint32_t> scratch_slots_;  // routes not cached
+  const Protocol protocol_;
+  const double efficiency_;  // of the protocol on this topology (1 = none)
+  std::vector<LinkId> split_route_;
+  sim_detail::FlatMap<std::uint32_t> port_slots_;  // in-network port (by link) -> virtual link
+  std::vector<char> pipelined_;                    // per rank: EndpointProps::pipelined
+  std::vector<PostExtra> extras_;
+  std::vector<std::uint32_t> free_extras_;
+  std::vector<EagerArrival> arrivals_;
+  std::vector<std::uint32_t> free_arrivals_;
   std::uint32_t route_lookups_ = 0;
   std::uint32_t route_hits_ = 0;
   std::uint32_t route_bypass_ = 0;  // windows left without the cache

@@ -24,6 +24,12 @@ struct SimOptions {
   // Also report when each rank finished (SimResult::rank_times): p doubles,
   // off by default so runs at 2^20 ranks do not pay for it.
   bool rank_times = false;
+  // How the collective is launched (docs/SIMULATOR.md, "Launch"): one host
+  // thread enqueues it on this many devices in turn (nccl-tests -g G; 1 =
+  // one process per device). The call then takes at least this many times
+  // the endpoints' launch cost (EndpointProps::launch): back-to-back calls
+  // are paced by the host when it is slower than the devices.
+  int launch_devices = 1;
 };
 
 struct SimResult {
@@ -35,6 +41,9 @@ struct SimResult {
   // Flow model: the most flows one directed link carried at once (1 = no link
   // was ever shared, so the run equals the alpha_beta answer). 0 under alpha_beta.
   std::int64_t max_link_flows = 0;
+  // The host's launch floor of the call (SimOptions::launch_devices); `time`
+  // is never below it.
+  double launch_floor = 0;
 };
 
 // Ranks of the schedule are placed on ranks 0..p-1 of the topology; the

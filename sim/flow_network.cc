@@ -45,7 +45,7 @@ void FlowNetwork::schedule(std::uint32_t flow, double time) {
 }
 
 void FlowNetwork::add(double start, const std::uint32_t* slots, std::uint32_t hops, double bytes,
-                      std::uint32_t tag) {
+                      std::uint32_t tag, double lanes, const double* coeff) {
   std::uint32_t f;
   if (!free_flows_.empty()) {
     f = free_flows_.back();
@@ -56,7 +56,9 @@ void FlowNetwork::add(double start, const std::uint32_t* slots, std::uint32_t ho
   }
   Flow& flow = flows_[f];
   flow.hops.clear();
-  for (std::uint32_t h = 0; h < hops; ++h) flow.hops.push_back(Hop{slots[h], kNone});
+  for (std::uint32_t h = 0; h < hops; ++h)
+    flow.hops.push_back(Hop{slots[h], kNone, coeff ? lanes * coeff[h] : lanes});
+  flow.lanes = lanes;
   flow.remaining = bytes;
   flow.rate = 0;
   flow.last = start;
@@ -137,9 +139,11 @@ void FlowNetwork::fill() {
     Link& link = links_[l];
     link.fill_left = link.capacity;
     link.fill_count = static_cast<std::uint32_t>(link.flows.size());
+    link.fill_weight = 0;
+    for (const LinkFlow& lf : link.flows) link.fill_weight += flows_[lf.flow].hops[lf.hop].weight;
     ++link.fill_version;
     if (link.fill_count > 0)
-      fill_heap_.push_back(Share{link.capacity / link.fill_count, l, link.fill_version});
+      fill_heap_.push_back(Share{link.capacity / link.fill_weight, l, link.fill_version});
   }
   std::make_heap(fill_heap_.begin(), fill_heap_.end(), later);
   // Shares are non-decreasing in exact arithmetic; the floor keeps rounding in
@@ -159,15 +163,16 @@ void FlowNetwork::fill() {
       Flow& flow = flows_[lf.flow];
       if (flow.frozen) continue;
       flow.frozen = true;
-      flow.fill_rate = rate;
+      flow.fill_rate = rate * flow.lanes;
       for (const Hop& hop : flow.hops) {
         if (hop.link == top.link) continue;
         Link& other = links_[hop.link];
-        other.fill_left -= rate;
+        other.fill_left -= rate * hop.weight;
+        other.fill_weight -= hop.weight;
         --other.fill_count;
         ++other.fill_version;
         if (other.fill_count > 0) {
-          fill_heap_.push_back(Share{std::max(other.fill_left, 0.0) / other.fill_count, hop.link,
+          fill_heap_.push_back(Share{std::max(other.fill_left, 0.0) / other.fill_weight, hop.link,
                                      other.fill_version});
           std::push_heap(fill_heap_.begin(), fill_heap_.end(), later);
         }
@@ -207,9 +212,10 @@ void FlowNetwork::reallocate(double now) {
       // A flow alone on its links (the common case on switched fabrics) gets
       // its bottleneck, which is what progressive filling would give it.
       Flow& flow = flows_[comp_flows_.front()];
-      flow.fill_rate = std::numeric_limits<double>::infinity();
+      double level = std::numeric_limits<double>::infinity();
       for (const Hop& hop : flow.hops)
-        flow.fill_rate = std::min(flow.fill_rate, links_[hop.link].capacity);
+        level = std::min(level, links_[hop.link].capacity / hop.weight);
+      flow.fill_rate = level * flow.lanes;
     } else {
       fill();
     }

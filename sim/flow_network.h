@@ -29,8 +29,17 @@ class FlowNetwork {
   // A flow of `bytes` (> 0) over the links `slots[0..hops)` that starts
   // occupying them at time `start`; `tag` comes back from pop_at() when its
   // last byte arrives.
+  //
+  // Weighted form: the flow stands for `lanes` identical flows (its rate is
+  // `lanes` times the fair level), and on hop h each byte it delivers uses
+  // coeff[h] bytes of that link (1/g where g transfers share the bytes, as
+  // multicast or in-switch reduction does). Max-min fairness is then over
+  // the level every flow rises at: a link saturates when the sum of
+  // lanes x coeff of its flows times the level reaches its capacity. With
+  // lanes 1 and every coefficient 1 (coeff null) this is the plain form,
+  // bit for bit.
   void add(double start, const std::uint32_t* slots, std::uint32_t hops, double bytes,
-           std::uint32_t tag);
+           std::uint32_t tag, double lanes = 1, const double* coeff = nullptr);
 
   // Time of the earliest pending event; false when none is left.
   bool peek(double& time);
@@ -54,6 +63,7 @@ class FlowNetwork {
   struct Hop {
     std::uint32_t link;  // link slot
     std::uint32_t pos;   // index of this flow in that link's `flows`
+    double weight;       // lanes x coefficient: link bytes per unit of the fair level
   };
   struct Flow {
     std::vector<Hop> hops;  // kept across reuse of the slot: no allocation per flow
@@ -61,6 +71,7 @@ class FlowNetwork {
     double rate = 0;        // bytes per second since `last`
     double last = 0;
     double fill_rate = 0;  // scratch for progressive filling
+    double lanes = 1;      // rate = lanes x the fair level
     std::uint32_t tag = 0;
     // Identifies the flow's one pending event: entries carrying an older
     // stamp were superseded by a rate change (or the flow left) and are skipped.
@@ -78,6 +89,7 @@ class FlowNetwork {
     std::vector<LinkFlow> flows;
     double fill_left = 0;
     std::uint32_t fill_count = 0;
+    double fill_weight = 0;  // sum of the unfrozen flows' hop weights
     std::uint32_t fill_version = 0;
     std::uint32_t mark = 0;
   };

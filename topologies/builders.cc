@@ -19,12 +19,13 @@ std::string cat(const Parts&... parts) {
 
 // Joins `members` (node ids) the way one dimension of kind `kind` does.
 void connect_group(GraphTopology& g, const std::vector<int>& members, DimKind kind, LinkProps link,
-                   const std::string& switch_name) {
+                   const std::string& switch_name, double in_network = 0) {
   const int s = static_cast<int>(members.size());
   if (s <= 1) return;
   switch (kind) {
     case DimKind::kSwitch: {
       int sw = g.add_node(switch_name, true);
+      if (in_network > 0) g.set_in_network(sw, in_network);
       for (int m : members) g.add_cable(m, sw, link);
       break;
     }
@@ -124,7 +125,8 @@ std::unique_ptr<GraphTopology> build_hierarchical(const HierarchicalSpec& spec) 
   for (int n = 0; n < nodes; ++n) {
     const std::ptrdiff_t first = static_cast<std::ptrdiff_t>(n) * dev;
     std::vector<int> members(gpu.begin() + first, gpu.begin() + first + dev);
-    connect_group(*g, members, spec.intra_kind, spec.intra, cat("n", num(n), ".nvs"));
+    connect_group(*g, members, spec.intra_kind, spec.intra, cat("n", num(n), ".nvs"),
+                  spec.intra_in_network);
   }
   if (nodes > 1) {
     std::vector<Port> nic(static_cast<std::size_t>(nodes) * nics);
@@ -144,10 +146,12 @@ std::unique_ptr<GraphTopology> build_hierarchical(const HierarchicalSpec& spec) 
       if (spec.rail_optimized) {
         for (int i = 0; i < nics; ++i) {
           int sw = g->add_node(cat("rail", num(i)), true);
+          if (spec.inter_in_network > 0) g->set_in_network(sw, spec.inter_in_network);
           for (int n = 0; n < nodes; ++n) attach(*g, nic[n * nics + i], sw, spec.inter);
         }
       } else {
         int sw = g->add_node("sw", true);
+        if (spec.inter_in_network > 0) g->set_in_network(sw, spec.inter_in_network);
         for (const Port& x : nic) attach(*g, x, sw, spec.inter);
       }
     } else {
@@ -186,7 +190,8 @@ std::unique_ptr<GraphTopology> build_product_graph(const std::vector<Dim>& dims,
       for (int c = 0; c < s; ++c) members[c] = static_cast<int>(r + c * stride);
       std::int64_t line = r % stride + r / (stride * s) * stride;
       connect_group(*g, members, dims[d].kind, dims[d].link,
-                    cat("d", num(static_cast<std::int64_t>(d)), ".sw", num(line)));
+                    cat("d", num(static_cast<std::int64_t>(d)), ".sw", num(line)),
+                    dims[d].in_network_bw);
     }
     stride *= s;
   }

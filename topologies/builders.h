@@ -42,11 +42,13 @@ struct HierarchicalSpec {
   int devices_per_node = 1;
   DimKind intra_kind = DimKind::kSwitch;
   LinkProps intra;
+  double intra_in_network = 0;  // intra kSwitch: the NVSwitch multicasts and reduces (NVLS)
   int nics_per_node = 1;
   LinkProps nic_link;  // device <-> NIC (inside the node)
   InterKind inter_kind = InterKind::kSwitch;
-  LinkProps inter;  // NIC <-> fabric, and inside the fabric
-  int k = 0;        // fat tree arity; 0 = smallest that fits
+  LinkProps inter;              // NIC <-> fabric, and inside the fabric
+  double inter_in_network = 0;  // inter kSwitch: the switches reduce in the network (SHARP)
+  int k = 0;                    // fat tree arity; 0 = smallest that fits
   double oversubscription = 1;
   bool rail_optimized = false;
   EndpointProps endpoint;

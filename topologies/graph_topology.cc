@@ -1,6 +1,7 @@
 #include "topologies/graph_topology.h"
 
 #include <algorithm>
+#include <array>
 #include <boost/graph/compressed_sparse_row_graph.hpp>
 #include <boost/graph/dijkstra_shortest_paths.hpp>
 #include <boost/graph/dijkstra_shortest_paths_no_color_map.hpp>
@@ -58,6 +59,29 @@ LinkId GraphTopology::add_link(int a, int b, LinkProps props) {
   return static_cast<LinkId>(link_src_.size()) - 1;
 }
 
+void GraphTopology::set_in_network(int node, double bandwidth) {
+  if (in_network_.empty()) in_network_.assign(names_.size(), 0.0);
+  in_network_.resize(names_.size(), 0.0);
+  in_network_[static_cast<std::size_t>(node)] = bandwidth;
+}
+
+int GraphTopology::in_network_side(LinkId id, double& bandwidth) const {
+  bandwidth = 0;
+  if (in_network_.empty()) return 0;
+  const auto at = [&](int node) {
+    return static_cast<std::size_t>(node) < in_network_.size() ? in_network_[node] : 0.0;
+  };
+  if (at(link_dst_[id]) > 0) {
+    bandwidth = at(link_dst_[id]);
+    return 1;
+  }
+  if (at(link_src_[id]) > 0) {
+    bandwidth = at(link_src_[id]);
+    return -1;
+  }
+  return 0;
+}
+
 void GraphTopology::set_endpoints(std::vector<int> nodes) {
   endpoints_ = std::move(nodes);
   endpoints_set_ = true;
@@ -74,13 +98,15 @@ int GraphTopology::finalize() {
   ranks_ = static_cast<int>(endpoints_.size());
 
   // Link classes in order of first appearance, so ids are stable for a file.
-  std::map<std::pair<double, double>, int> class_ids;
+  // Keyed by every figure of the link (bandwidth, latency, protocol latencies).
+  std::map<std::array<double, 5>, int> class_ids;
   link_class_.resize(m);
   weight_.resize(m);
   for (std::size_t l = 0; l < m; ++l) {
     const LinkProps& p = link_props_[l];
-    auto [it, added] =
-        class_ids.try_emplace({p.bandwidth, p.latency}, static_cast<int>(classes_.size()));
+    auto [it, added] = class_ids.try_emplace({p.bandwidth, p.latency, p.protocol_latency[0],
+                                              p.protocol_latency[1], p.protocol_latency[2]},
+                                             static_cast<int>(classes_.size()));
     if (added) classes_.push_back(p);
     link_class_[l] = it->second;
     weight_[l] = (std::llround(p.latency * 1e12) << kHopBits) + 1;

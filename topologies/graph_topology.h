@@ -36,6 +36,9 @@ class GraphTopology : public Topology {
   // One directed link: for generated parts whose two directions end in
   // different nodes (a NIC's send and receive sides).
   LinkId add_link(int a, int b, LinkProps props);
+  // A switch that multicasts and reduces (NVLS, SHARP) at `bandwidth` bytes
+  // per second per port and direction.
+  void set_in_network(int node, double bandwidth);
   // Nodes that carry ranks, in rank order. Default: every non-switch node in
   // the order added.
   void set_endpoints(std::vector<int> nodes);
@@ -60,6 +63,7 @@ class GraphTopology : public Topology {
   void route(int src, int dst, std::vector<LinkId>& out) const override;
   int num_link_classes() const override { return static_cast<int>(classes_.size()); }
   int link_class(LinkId id) const override { return link_class_[id]; }
+  int in_network_side(LinkId id, double& bandwidth) const override;
 
  private:
   struct Graph;  // the Boost graph, kept out of this header
@@ -85,6 +89,7 @@ class GraphTopology : public Topology {
   std::vector<std::string> names_;
   std::vector<bool> is_switch_;
   std::vector<EndpointProps> node_endpoint_;
+  std::vector<double> in_network_;  // per node; empty = no switch offloads collectives
   std::vector<int> link_src_, link_dst_;
   std::vector<LinkProps> link_props_;  // until finalize()
   std::vector<int> link_class_;

@@ -33,8 +33,13 @@ constexpr int kMaxFatTreeK = 128;
 // kMaxRanks). A k = 128 fat tree, the largest allowed, has 3.1M links.
 constexpr double kMaxGraphElements = 4194304;  // 2^22
 
-const std::vector<std::string> kTopKeys = {"name", "description", "endpoint", "generator",
-                                           "dims", "nodes",       "links",    "ranks"};
+const std::vector<std::string> kTopKeys = {
+    "name",  "description", "endpoint",         "generator", "dims", "nodes",
+    "links", "ranks",       "devices_per_node", "protocols", "nccl"};
+const std::vector<std::string> kEndpointKeys = {"overhead_us", "reduce_gbps", "copy_gbps",
+                                                "cache_mb",    "dram_factor", "host_cores",
+                                                "pipelined",   "launch_us"};
+const std::vector<std::string> kProtocolNames = {"LL", "LL128", "Simple"};
 const std::vector<std::string> kGeneratorKinds = {
     "ring", "fully_connected", "switch", "torus", "hypercube", "fat_tree", "hierarchical"};
 const std::vector<std::string> kDimKinds = {"ring", "switch", "fully_connected"};
@@ -124,8 +129,30 @@ class Reader {
     return us * 1e-6;
   }
 
+  // bandwidth_gbps, latency_us and the optional protocol_latency_us
+  // ({"LL": us, "LL128": us, "Simple": us}, any subset).
   LinkProps link(const json& obj, const std::string& path) const {
-    return {bandwidth(obj, path), latency(obj, path)};
+    LinkProps l;
+    l.bandwidth = bandwidth(obj, path);
+    l.latency = latency(obj, path);
+    if (const json* v = find(obj, "protocol_latency_us")) {
+      const std::string pp = field(path, "protocol_latency_us");
+      object(*v, pp);
+      keys(*v, pp, kProtocolNames);
+      for (int i = 0; i < 3; ++i)
+        if (find(*v, kProtocolNames[i])) l.protocol_latency[i] = latency(*v, pp, kProtocolNames[i]);
+    }
+    return l;
+  }
+
+  // "in_network": {"bandwidth_gbps": X}: the switch multicasts and reduces.
+  double in_network(const json& obj, const std::string& path) const {
+    const json* v = find(obj, "in_network");
+    if (!v) return 0;
+    const std::string ip = field(path, "in_network");
+    object(*v, ip);
+    keys(*v, ip, {"bandwidth_gbps"});
+    return bandwidth(*v, ip);
   }
 
   std::int64_t integer(const json& obj, const std::string& path, const std::string& key,
@@ -196,6 +223,8 @@ class Reader {
       base.overhead = us * 1e-6;
     }
     if (find(obj, "reduce_gbps")) base.reduce_bw = bandwidth(obj, path, "reduce_gbps");
+    base.pipelined = boolean(obj, path, "pipelined", base.pipelined);
+    if (find(obj, "launch_us")) base.launch = latency(obj, path, "launch_us");
     if (find(obj, "copy_gbps")) base.copy_bw = bandwidth(obj, path, "copy_gbps");
     if (const json* v = find(obj, "host_cores")) {
       const double cores = number(obj, path, "host_cores", std::nullopt, "");
@@ -274,13 +303,20 @@ std::unique_ptr<Topology> generator(const Reader& rd, const json& gen, EndpointP
             "unknown generator kind \"" + kind + "\"; valid kinds: " + join_list(kGeneratorKinds));
   }
   if (kind == "ring" || kind == "fully_connected" || kind == "switch") {
-    rd.keys(gen, p, {"kind", "ranks", "bandwidth_gbps", "latency_us"});
+    if (kind == "switch")
+      rd.keys(
+          gen, p,
+          {"kind", "ranks", "bandwidth_gbps", "latency_us", "protocol_latency_us", "in_network"});
+    else
+      rd.keys(gen, p, {"kind", "ranks", "bandwidth_gbps", "latency_us", "protocol_latency_us"});
     Dim d{dim_kind(kind), static_cast<int>(rd.integer(gen, p, "ranks", 1, kMaxRanks)),
           rd.link(gen, p)};
+    if (kind == "switch") d.in_network_bw = rd.in_network(gen, p);
     return product({d}, ep);
   }
   if (kind == "torus") {
-    rd.keys(gen, p, {"kind", "shape", "routing", "bandwidth_gbps", "latency_us"});
+    rd.keys(gen, p,
+            {"kind", "shape", "routing", "bandwidth_gbps", "latency_us", "protocol_latency_us"});
     const json* shape = rd.find(gen, "shape");
     if (!shape) rd.fail(field(p, "shape"), "missing (sizes of the dimensions, e.g. [4, 4])");
     rd.array(*shape, field(p, "shape"));
@@ -306,7 +342,8 @@ std::unique_ptr<Topology> generator(const Reader& rd, const json& gen, EndpointP
     return product(dims, ep);
   }
   if (kind == "hypercube") {
-    rd.keys(gen, p, {"kind", "dimension", "ranks", "bandwidth_gbps", "latency_us"});
+    rd.keys(gen, p,
+            {"kind", "dimension", "ranks", "bandwidth_gbps", "latency_us", "protocol_latency_us"});
     const json* dim = rd.find(gen, "dimension");
     const json* ranks = rd.find(gen, "ranks");
     if (!dim && !ranks) rd.fail(field(p, "dimension"), "missing (give dimension or ranks)");
@@ -328,7 +365,9 @@ std::unique_ptr<Topology> generator(const Reader& rd, const json& gen, EndpointP
     return product(std::vector<Dim>(d, Dim{DimKind::kFullyConnected, 2, rd.link(gen, p)}), ep);
   }
   if (kind == "fat_tree") {
-    rd.keys(gen, p, {"kind", "k", "oversubscription", "bandwidth_gbps", "latency_us"});
+    rd.keys(
+        gen, p,
+        {"kind", "k", "oversubscription", "bandwidth_gbps", "latency_us", "protocol_latency_us"});
     std::int64_t k = rd.integer(gen, p, "k", 2, kMaxFatTreeK);
     if (k % 2 != 0) rd.fail(field(p, "k"), "must be even, got " + show(gen.at("k")));
     double os = rd.number(gen, p, "oversubscription", 1.0, "");
@@ -358,9 +397,13 @@ std::unique_ptr<Topology> generator(const Reader& rd, const json& gen, EndpointP
   if (intra) {
     const std::string ip = field(p, "intra");
     rd.object(*intra, ip);
-    rd.keys(*intra, ip, {"kind", "bandwidth_gbps", "latency_us"});
+    rd.keys(*intra, ip,
+            {"kind", "bandwidth_gbps", "latency_us", "protocol_latency_us", "in_network"});
     spec.intra_kind = dim_kind(rd.choice(*intra, ip, "kind", kDimKinds, "switch"));
     spec.intra = rd.link(*intra, ip);
+    spec.intra_in_network = rd.in_network(*intra, ip);
+    if (spec.intra_in_network > 0 && spec.intra_kind != DimKind::kSwitch)
+      rd.fail(field(ip, "in_network"), "only for kind switch (a switch multicasts and reduces)");
   }
   spec.nics_per_node =
       static_cast<int>(rd.integer(gen, p, "nics_per_node", 1, spec.devices_per_node, 1));
@@ -373,9 +416,14 @@ std::unique_ptr<Topology> generator(const Reader& rd, const json& gen, EndpointP
   if (inter) {
     const std::string ip = field(p, "inter");
     rd.object(*inter, ip);
-    rd.keys(*inter, ip, {"kind", "bandwidth_gbps", "latency_us", "k", "oversubscription"});
+    rd.keys(*inter, ip,
+            {"kind", "bandwidth_gbps", "latency_us", "protocol_latency_us", "k", "oversubscription",
+             "in_network"});
     std::string ik = rd.choice(*inter, ip, "kind", {"switch", "fat_tree"}, "switch");
     spec.inter = rd.link(*inter, ip);
+    spec.inter_in_network = rd.in_network(*inter, ip);
+    if (spec.inter_in_network > 0 && ik != "switch")
+      rd.fail(field(ip, "in_network"), "only for kind switch (a switch multicasts and reduces)");
     spec.nic_link.bandwidth =
         rd.bandwidth(gen, p, "nic_bandwidth_gbps", spec.inter.bandwidth / 1e9);
     spec.nic_link.latency = rd.latency(gen, p, "nic_latency_us");
@@ -423,7 +471,9 @@ std::unique_ptr<Topology> generator(const Reader& rd, const json& gen, EndpointP
     }
     check_graph_size(rd, p, nodes, links);
   }
-  return build_hierarchical(spec);
+  std::unique_ptr<GraphTopology> g = build_hierarchical(spec);
+  g->devices_per_node = spec.devices_per_node;
+  return g;
 }
 
 std::unique_ptr<Topology> dims_form(const Reader& rd, const json& dims, EndpointProps ep) {
@@ -434,9 +484,13 @@ std::unique_ptr<Topology> dims_form(const Reader& rd, const json& dims, Endpoint
   for (std::size_t i = 0; i < dims.size(); ++i) {
     const std::string p = at("dims", i);
     rd.object(dims[i], p);
-    rd.keys(dims[i], p, {"kind", "size", "bandwidth_gbps", "latency_us"});
+    rd.keys(dims[i], p,
+            {"kind", "size", "bandwidth_gbps", "latency_us", "protocol_latency_us", "in_network"});
     Dim d;
     d.kind = dim_kind(rd.choice(dims[i], p, "kind", kDimKinds));
+    d.in_network_bw = rd.in_network(dims[i], p);
+    if (d.in_network_bw > 0 && d.kind != DimKind::kSwitch)
+      rd.fail(field(p, "in_network"), "only for kind switch (a switch multicasts and reduces)");
     std::int64_t s = rd.integer(dims[i], p, "size", 1, kMaxRanks);
     grow(rd, total, s, field(p, "size"));
     d.size = static_cast<int>(s);
@@ -461,12 +515,15 @@ std::unique_ptr<Topology> explicit_form(const Reader& rd, const json& top, Endpo
     const std::string p = at("nodes", i);
     const json& n = (*nodes)[i];
     rd.object(n, p);
-    rd.keys(n, p,
-            {"id", "switch", "host", "overhead_us", "reduce_gbps", "copy_gbps", "cache_mb",
-             "dram_factor", "host_cores"});
+    std::vector<std::string> node_keys = {"id", "switch", "host", "in_network"};
+    node_keys.insert(node_keys.end(), kEndpointKeys.begin(), kEndpointKeys.end());
+    rd.keys(n, p, node_keys);
     std::string id = rd.string(n, p, "id");
     if (id.empty()) rd.fail(field(p, "id"), "must not be empty");
     bool sw = rd.boolean(n, p, "switch", false);
+    const double in_network = rd.in_network(n, p);
+    if (in_network > 0 && !sw)
+      rd.fail(field(p, "in_network"), "only on a switch (\"switch\": true)");
     EndpointProps node_ep = rd.endpoint(n, p, ep);
     if (rd.find(n, "host")) {
       // Hosts are numbered in order of first mention; nodes without "host"
@@ -481,7 +538,8 @@ std::unique_ptr<Topology> explicit_form(const Reader& rd, const json& top, Endpo
       rd.fail(field(p, "id"),
               "duplicate node id \"" + id + "\" (first at " + at("nodes", it->second.second) + ")");
     }
-    g->add_node(id, sw, node_ep);
+    const int node = g->add_node(id, sw, node_ep);
+    if (in_network > 0) g->set_in_network(node, in_network);
   }
   auto node_of = [&](const json& v, const std::string& path) {
     std::string id = rd.string_value(v, path);
@@ -493,7 +551,7 @@ std::unique_ptr<Topology> explicit_form(const Reader& rd, const json& top, Endpo
     const std::string p = at("links", i);
     const json& l = (*links)[i];
     rd.object(l, p);
-    rd.keys(l, p, {"a", "b", "bandwidth_gbps", "latency_us", "directed"});
+    rd.keys(l, p, {"a", "b", "bandwidth_gbps", "latency_us", "protocol_latency_us", "directed"});
     for (const char* end : {"a", "b"}) {
       if (!rd.find(l, end)) rd.fail(field(p, end), "missing (a node id)");
     }
@@ -535,6 +593,76 @@ std::unique_ptr<Topology> explicit_form(const Reader& rd, const json& top, Endpo
                          g->node_name(g->endpoint_node(0)) + "\")");
   }
   return g;
+}
+
+// The keys every form may have: node structure, protocols, NCCL's graph.
+void read_extras(const Reader& rd, const json& top, Topology& t) {
+  if (auto* g = dynamic_cast<GraphTopology*>(&t)) {
+    // Explicit files: the "host" of each endpoint is its node.
+    if (rd.find(top, "nodes") && !rd.find(top, "devices_per_node")) {
+      bool any = false;
+      for (const json& n : top.at("nodes")) any = any || n.contains("host");
+      if (any) {
+        t.rank_node.resize(static_cast<std::size_t>(g->num_endpoints()));
+        for (int r = 0; r < g->num_endpoints(); ++r) t.rank_node[r] = g->endpoint(r).host;
+      }
+    }
+  }
+  if (const json* d = rd.find(top, "devices_per_node")) {
+    if (!t.rank_node.empty() || t.devices_per_node > 0)
+      rd.fail("devices_per_node",
+              "the network already has nodes (hierarchical generator, or \"host\" on nodes)");
+    const std::int64_t n = rd.integer_value(*d, "devices_per_node", 1, kMaxRanks);
+    if (t.num_endpoints() % n != 0)
+      rd.fail("devices_per_node", "must divide the " + std::to_string(t.num_endpoints()) +
+                                      " endpoints, got " + show(*d));
+    t.devices_per_node = static_cast<int>(n);
+  }
+  if (const json* pr = rd.find(top, "protocols")) {
+    rd.object(*pr, "protocols");
+    rd.keys(*pr, "protocols", kProtocolNames);
+    for (int i = 0; i < 3; ++i) {
+      const json* v = rd.find(*pr, kProtocolNames[i]);
+      if (!v) continue;
+      const std::string pp = field("protocols", kProtocolNames[i]);
+      rd.object(*v, pp);
+      rd.keys(*v, pp, {"efficiency", "base_latency_us", "chunk_kib"});
+      ProtocolProps& p = t.protocols[i];
+      p.set = true;
+      p.efficiency = rd.number(*v, pp, "efficiency", 1.0, "");
+      if (!(p.efficiency > 0) || p.efficiency > 1)
+        rd.fail(field(pp, "efficiency"),
+                "must be in (0, 1] (data bytes per byte on the wire), got " +
+                    show(v->at("efficiency")));
+      p.base_latency = rd.latency(*v, pp, "base_latency_us");
+      if (rd.find(*v, "chunk_kib")) {
+        const double kib = rd.number(*v, pp, "chunk_kib", std::nullopt, "");
+        if (!(kib > 0) || kib > 1048576)
+          rd.fail(field(pp, "chunk_kib"),
+                  "must be > 0 and at most 1048576 (KiB), got " + show(v->at("chunk_kib")));
+        p.chunk_bytes = kib * 1024.0;
+      }
+    }
+  }
+  if (const json* nc = rd.find(top, "nccl")) {
+    rd.object(*nc, "nccl");
+    rd.keys(*nc, "nccl", {"ring", "tree", "nvls", "runtime_channels"});
+    const auto graph = [&](const char* key, const char* count, int& channels, double& bw) {
+      const json* g = rd.find(*nc, key);
+      if (!g) return;
+      const std::string gp = field("nccl", key);
+      rd.object(*g, gp);
+      rd.keys(*g, gp, {count, "bandwidth_gbps"});
+      channels = static_cast<int>(rd.integer(*g, gp, count, 1, 64));
+      bw = rd.bandwidth(*g, gp);
+    };
+    graph("ring", "channels", t.nccl.ring_channels, t.nccl.ring_bw);
+    graph("tree", "channels", t.nccl.tree_channels, t.nccl.tree_bw);
+    graph("nvls", "heads", t.nccl.nvls_heads, t.nccl.nvls_bw);
+    if (rd.find(*nc, "runtime_channels"))
+      t.nccl.runtime_channels =
+          static_cast<int>(rd.integer(*nc, "nccl", "runtime_channels", 1, 64));
+  }
 }
 
 std::string stem(const std::string& file) {
@@ -601,8 +729,7 @@ std::unique_ptr<Topology> parse_topology(const std::string& text, const std::str
   EndpointProps ep;
   if (const json* e = rd.find(top, "endpoint")) {
     rd.object(*e, "endpoint");
-    rd.keys(*e, "endpoint",
-            {"overhead_us", "reduce_gbps", "copy_gbps", "cache_mb", "dram_factor", "host_cores"});
+    rd.keys(*e, "endpoint", kEndpointKeys);
     ep = rd.endpoint(*e, "endpoint", ep);
   }
   const json* gen = rd.find(top, "generator");
@@ -619,6 +746,7 @@ std::unique_ptr<Topology> parse_topology(const std::string& text, const std::str
   std::unique_ptr<Topology> t = gen    ? generator(rd, *gen, ep)
                                 : dims ? dims_form(rd, *dims, ep)
                                        : explicit_form(rd, top, ep);
+  read_extras(rd, top, *t);
   t->name = rd.string(top, "", "name", stem(file));
   t->description = rd.string(top, "", "description", "");
   t->sha256 = sha256_hex(text);

@@ -48,7 +48,9 @@ ProductTopology::ProductTopology(std::vector<Dim> dims, EndpointProps endpoint)
     base_.push_back(base_.back() + p * per_rank_.back());
     int cls = -1;
     for (std::size_t c = 0; c < classes_.size(); ++c) {
-      if (classes_[c].bandwidth == d.link.bandwidth && classes_[c].latency == d.link.latency) {
+      const LinkProps& k = classes_[c];
+      if (k.bandwidth == d.link.bandwidth && k.latency == d.link.latency &&
+          std::equal(k.protocol_latency, k.protocol_latency + 3, d.link.protocol_latency)) {
         cls = static_cast<int>(c);
       }
     }
@@ -153,6 +155,16 @@ void ProductTopology::route(int src, int dst, std::vector<LinkId>& out) const {
       }
     }
   }
+}
+
+int ProductTopology::in_network_side(LinkId id, double& bandwidth) const {
+  bandwidth = 0;
+  const int d = dim_of(id);
+  const Dim& dim = dims_[static_cast<std::size_t>(d)];
+  if (dim.kind != DimKind::kSwitch || !(dim.in_network_bw > 0)) return 0;
+  bandwidth = dim.in_network_bw;
+  // A switch dimension's links alternate rank -> switch, switch -> rank.
+  return (id - base_[static_cast<std::size_t>(d)]) % 2 == 0 ? 1 : -1;
 }
 
 }  // namespace collkit

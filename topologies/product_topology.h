@@ -20,6 +20,9 @@ struct Dim {
   DimKind kind = DimKind::kRing;
   int size = 1;
   LinkProps link;
+  // kSwitch only: the switches multicast and reduce (NVLS, SHARP) at this
+  // rate per port and direction, bytes per second; 0 = they do not.
+  double in_network_bw = 0;
 };
 
 const char* dim_kind_name(DimKind kind);
@@ -51,6 +54,7 @@ class ProductTopology : public Topology {
   void route(int src, int dst, std::vector<LinkId>& out) const override;
   int num_link_classes() const override { return static_cast<int>(classes_.size()); }
   int link_class(LinkId id) const override;
+  int in_network_side(LinkId id, double& bandwidth) const override;
 
  private:
   int dim_of(LinkId id) const;

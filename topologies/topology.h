@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/protocol.h"
+
 namespace collkit {
 
 // Directed links are numbered 0..num_links()-1; the two directions of a cable
@@ -17,6 +19,16 @@ using LinkId = std::int64_t;
 struct LinkProps {
   double bandwidth = 0;  // bytes per second, per direction (> 0)
   double latency = 0;    // seconds (>= 0)
+  // Per protocol (LL, LL128, Simple; core/protocol.h): the latency a message
+  // of that protocol pays on this link, in seconds; < 0 = `latency`.
+  double protocol_latency[3] = {-1, -1, -1};
+  double latency_for(Protocol p) const {
+    const int i = protocol_index(p);
+    return i >= 0 && protocol_latency[i] >= 0 ? protocol_latency[i] : latency;
+  }
+  bool has_protocol_latency() const {
+    return protocol_latency[0] >= 0 || protocol_latency[1] >= 0 || protocol_latency[2] >= 0;
+  }
 };
 
 struct EndpointProps {
@@ -35,6 +47,40 @@ struct EndpointProps {
   // rank alone runs at its own reduce_bw / copy_bw. 0 = never shared.
   double host_cores = 0;
   std::int32_t host = 0;  // which host; ranks of equal `host` share its cores
+  // GPU-style collective kernels (NCCL's): a send is done for the sender
+  // once its data has left (the receiver still sees the route's latency),
+  // and a reducing receive reduces the data as it arrives, at most at
+  // reduce_bw, instead of after it. false = CPU-style: a send waits for the
+  // transfer, a reduction follows it (docs/SIMULATOR.md).
+  bool pipelined = false;
+  // Host seconds to enqueue one collective on one device (kernel launch and
+  // the library's planning); sets the floor of a call's time by launch mode
+  // (SimOptions::launch_devices). 0 = free.
+  double launch = 0;
+};
+
+// What a protocol costs on this network, beyond its per-link latencies
+// (LinkProps::protocol_latency). Unset protocols (set = false) cost nothing
+// extra, as in a topology without protocols.
+struct ProtocolProps {
+  bool set = false;
+  double efficiency = 1;    // data bytes per byte on the wire (LL: 0.5)
+  double base_latency = 0;  // seconds, paid once per collective by every rank
+  double chunk_bytes = 0;   // data bytes of one pipeline chunk (0 = not given)
+};
+
+// NCCL's own view of the network, as its topology search reports it (NCCL's
+// INFO log, docs/NCCL.md): the channels of each graph and the bandwidth it
+// assigns each, which NCCL's cost model (sim/nccl.h) uses to choose an
+// algorithm. 0 = not declared (derived, see docs/TOPOLOGY.md).
+struct NcclGraphInfo {
+  int ring_channels = 0;
+  double ring_bw = 0;  // bytes per second per channel
+  int tree_channels = 0;
+  double tree_bw = 0;
+  int nvls_heads = 0;
+  double nvls_bw = 0;
+  int runtime_channels = 0;  // channels at run time (NCCL doubles the graph's)
 };
 
 class Topology {
@@ -56,11 +102,42 @@ class Topology {
   virtual int num_link_classes() const = 0;
   virtual int link_class(LinkId id) const = 0;
 
+  // In-network collectives (NVSwitch NVLS, InfiniBand SHARP): +1 when the
+  // link enters a switch that multicasts and reduces, -1 when it leaves one,
+  // 0 otherwise; for +1/-1 `bandwidth` receives the switch's rate for such
+  // traffic per port and direction (bytes per second).
+  virtual int in_network_side(LinkId id, double& bandwidth) const {
+    (void)id;
+    bandwidth = 0;
+    return 0;
+  }
+
+  // The node (server) of a rank, or -1 when the topology has no node
+  // structure. Ranks of one node are consecutive.
+  int node_of(int rank) const {
+    if (!rank_node.empty()) return rank_node[static_cast<std::size_t>(rank)];
+    return devices_per_node > 0 ? rank / devices_per_node : -1;
+  }
+  bool has_nodes() const { return !rank_node.empty() || devices_per_node > 0; }
+
   // Endpoints the file describes (>= num_ranks(): --ranks may use fewer).
   // The defaults fit a topology whose every node is a rank.
   virtual int num_endpoints() const { return num_ranks(); }
   // Every node: endpoints plus switches (and NICs) that only forward.
   virtual std::int64_t num_nodes() const { return num_endpoints(); }
+
+  // Node structure: every `devices_per_node` consecutive ranks form a node,
+  // or, when given, the node of each endpoint.
+  int devices_per_node = 0;
+  std::vector<int> rank_node;
+  // Protocol figures (index protocol_index(p)) and NCCL's graph.
+  ProtocolProps protocols[3];
+  const ProtocolProps& protocol(Protocol p) const {
+    static const ProtocolProps kNone;
+    const int i = protocol_index(p);
+    return i >= 0 ? protocols[i] : kNone;
+  }
+  NcclGraphInfo nccl;
 
   // Metadata from the file.
   std::string name;

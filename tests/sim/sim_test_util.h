@@ -70,6 +70,29 @@ class SmallGraph final : public Topology {
     adjacency_[b].push_back(id + 1);
     return id;
   }
+  // A cable with every figure given (protocol latencies included).
+  LinkId add_cable(int a, int b, const LinkProps& props) {
+    const LinkId id = static_cast<LinkId>(links_.size());
+    links_.push_back({a, b, props});
+    links_.push_back({b, a, props});
+    adjacency_[a].push_back(id);
+    adjacency_[b].push_back(id + 1);
+    return id;
+  }
+  // Switch node `node` multicasts and reduces at `bandwidth` per port.
+  void set_in_network(int node, double bandwidth) { in_network_[node] = bandwidth; }
+  int in_network_side(LinkId id, double& bandwidth) const override {
+    bandwidth = 0;
+    if (auto it = in_network_.find(links_[id].to); it != in_network_.end()) {
+      bandwidth = it->second;
+      return 1;
+    }
+    if (auto it = in_network_.find(links_[id].from); it != in_network_.end()) {
+      bandwidth = it->second;
+      return -1;
+    }
+    return 0;
+  }
   // A lone directed link (for tests that pin routes by hand).
   LinkId add_link(int a, int b, double bandwidth, double latency) {
     const LinkId id = static_cast<LinkId>(links_.size());
@@ -143,13 +166,14 @@ class SmallGraph final : public Topology {
   std::map<std::pair<int, int>, std::vector<LinkId>> fixed_;
   EndpointProps endpoint_;
   std::map<int, EndpointProps> own_endpoint_;
+  std::map<int, double> in_network_;
 };
 
 // A schedule given as explicit per-rank step lists.
 class HandSchedule final : public Schedule {
  public:
-  explicit HandSchedule(int ranks, int elem_size = 1)
-      : Schedule(spec_for(ranks, elem_size)), steps_(static_cast<std::size_t>(ranks)) {}
+  explicit HandSchedule(int ranks, int elem_size = 1, Protocol protocol = Protocol::none)
+      : Schedule(spec_for(ranks, elem_size, protocol)), steps_(static_cast<std::size_t>(ranks)) {}
 
   // Appends a step to `rank`'s program.
   void add(int rank, std::vector<Op> ops) { steps_[rank].push_back(Step{std::move(ops)}); }
@@ -160,11 +184,12 @@ class HandSchedule final : public Schedule {
   std::int64_t scratch_size(int) const override { return 0; }
 
  private:
-  static ScheduleSpec spec_for(int ranks, int elem_size) {
+  static ScheduleSpec spec_for(int ranks, int elem_size, Protocol protocol) {
     ScheduleSpec spec;
     spec.algorithm = "hand";
     spec.ranks = ranks;
     spec.elem_size = elem_size;
+    spec.protocol = protocol;
     return spec;
   }
   static Generator<Step> replay(const std::vector<Step>* steps) {
