@@ -16,6 +16,7 @@
 #include "algorithms/costs.h"
 #include "algorithms/registry.h"
 #include "algorithms/tree_pipeline.h"
+#include "core/nccl_tree.h"
 
 namespace collkit {
 
@@ -49,9 +50,11 @@ void ops_at(const Pipeline& pl, std::int64_t t, std::vector<Op>& out) {
   const PipeNode& nd = pl.node;
   if (nd.parent >= 0) {
     const std::int64_t i = segment_at(u, nd.arrival, pl);
-    if (i >= 0)
+    if (i >= 0) {
       out.push_back(pl.reduce ? send_op(nd.parent, segment_of(pl.send_from, pl, i))
                               : recv_op(nd.parent, segment_of(pl.recv_at, pl, i)));
+      out.back().lanes = pl.lanes;
+    }
   }
   for (int j = 0; j < 2; ++j) {
     if (nd.child[j] < 0) continue;
@@ -59,6 +62,7 @@ void ops_at(const Pipeline& pl, std::int64_t t, std::vector<Op>& out) {
     if (i < 0) continue;
     out.push_back(pl.reduce ? recv_op(nd.child[j], segment_of(pl.recv_at, pl, i), Combine::reduce)
                             : send_op(nd.child[j], segment_of(pl.send_from, pl, i)));
+    out.back().lanes = pl.lanes;
   }
 }
 
@@ -145,27 +149,11 @@ namespace {
 
 int lowbit(int v) { return v & -v; }
 
-int btree_root_child(int m) { return m > 1 ? 1 << (ceil_log2(m) - 1) : -1; }
+int btree_root_child(int m) { return nccl_btree_children(m, 0)[0]; }
 
-int btree_parent(int m, int r) {
-  const int b = lowbit(r);
-  const int up = (r ^ b) | (b << 1);
-  return up >= m ? r ^ b : up;
-}
+int btree_parent(int m, int r) { return nccl_btree_parent(m, r); }
 
-std::array<int, 2> btree_children(int m, int r) {
-  if (r == 0) return {btree_root_child(m), -1};
-  const int b = lowbit(r);
-  if (b == 1) return {-1, -1};
-  int second = -1;
-  for (int l = b >> 1; l >= 1; l >>= 1) {
-    if (r + l < m) {
-      second = r + l;
-      break;
-    }
-  }
-  return {r - (b >> 1), second};
-}
+std::array<int, 2> btree_children(int m, int r) { return nccl_btree_children(m, r); }
 
 // Deepest arrival in the subtree of r (arrival arr). A subtree that fits
 // entirely below m is complete: every level adds 2 through second children.

@@ -1,5 +1,6 @@
 #include "algorithms/catalogue.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -61,6 +62,14 @@ std::string catalogue_markdown() {
         std::string name = d->name + (v.empty() ? "" : ":" + v);
         out += "| `" + name + "` | " + (v.empty() ? "-" : v) + " | " + d->cost_formula + " | " +
                d->accepts + " |";
+        const std::vector<std::string> buildable = buildable_variants(*d);
+        if (std::find(buildable.begin(), buildable.end(), v) == buildable.end()) {
+          // Chosen per size on a topology: no closed form of its own.
+          for (std::size_t i = 0; i < std::size(kRefRanks) * std::size(kRefBytes); ++i)
+            out += " - |";
+          out += "\n";
+          continue;
+        }
         out += row_values([&](int p, std::int64_t bytes) {
           ScheduleSpec spec;
           spec.collective = c;

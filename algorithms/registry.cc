@@ -20,6 +20,7 @@ std::vector<AlgorithmDef> build_registry() {
   add_all_reduce_trees(defs);
   add_all_to_all(defs);
   add_barrier(defs);
+  add_nccl(defs);
   return defs;
 }
 
@@ -61,6 +62,14 @@ const AlgorithmDef& find_algorithm(Collective c, const std::string& name) {
   }
   throw UsageError("unknown algorithm '" + name + "' for " + std::string(to_string(c)) +
                    "; valid: " + valid);
+}
+
+std::vector<std::string> buildable_variants(const AlgorithmDef& def) {
+  std::vector<std::string> out;
+  if (def.variants.empty()) return {""};
+  for (std::size_t i = 0; i < def.variants.size(); ++i)
+    if (i > 0 || !def.default_needs_topology) out.push_back(def.variants[i]);
+  return out;
 }
 
 std::pair<std::string, std::string> split_algorithm_name(const std::string& name) {
@@ -123,6 +132,7 @@ void validate(const ScheduleSpec& spec) {
 std::unique_ptr<Schedule> make_schedule(ScheduleSpec spec) {
   const AlgorithmDef& def = resolve(spec);
   validate(spec);
+  if (def.prepare) def.prepare(spec);
   return std::make_unique<RegisteredSchedule>(std::move(spec), def);
 }
 
@@ -130,14 +140,16 @@ CostEstimate closed_form_cost(const ScheduleSpec& spec_in, const CostParams& par
   ScheduleSpec spec = spec_in;
   const AlgorithmDef& def = resolve(spec);
   validate(spec);
+  if (def.prepare) def.prepare(spec);
   return def.cost(spec, params);
 }
 
-std::vector<std::string> expand_algorithms(Collective c, const std::string& list) {
+std::vector<std::string> expand_algorithms(Collective c, const std::string& list,
+                                           bool with_topology) {
   std::vector<std::string> out;
   if (list == "all") {
     for (const AlgorithmDef* d : algorithms_for(c)) {
-      out.push_back(d->name);
+      if (with_topology || !d->default_needs_topology) out.push_back(d->name);
       for (size_t i = 1; i < d->variants.size(); ++i) out.push_back(d->name + ":" + d->variants[i]);
     }
     if (out.empty())

@@ -38,6 +38,14 @@ struct AlgorithmDef {
   std::function<std::int64_t(const ScheduleSpec&, int rank)> scratch;
   // Closed-form cost; n in bytes = spec.count * spec.elem_size.
   std::function<CostEstimate(const ScheduleSpec&, const CostParams&)> cost;
+  // Optional: completes a validated spec before the schedule is built (the
+  // nccl family fills its default channel plan here, once for all ranks),
+  // or rejects it with a UsageError.
+  std::function<void(ScheduleSpec&)> prepare = {};
+  // The default variant cannot be built from a spec alone: it is chosen per
+  // size on a topology (the nccl family's "auto", resolved by the simulator).
+  // expand_algorithms leaves it out of "all" where there is no topology.
+  bool default_needs_topology = false;
 };
 
 const std::vector<AlgorithmDef>& algorithm_registry();
@@ -52,10 +60,16 @@ std::vector<const AlgorithmDef*> algorithms_for(Collective c);
 std::unique_ptr<Schedule> make_schedule(ScheduleSpec spec);
 
 // "all" = every registered algorithm of the collective, each variant of it
-// ("name" for the default, "name:variant" for the others); otherwise the
+// ("name" for the default, "name:variant" for the others; without a topology
+// the defaults that need one, such as nccl's own choice, are left out); otherwise the
 // comma-separated names, duplicates dropped. Throws UsageError for an empty
 // name or when no algorithm is registered.
-std::vector<std::string> expand_algorithms(Collective c, const std::string& list);
+std::vector<std::string> expand_algorithms(Collective c, const std::string& list,
+                                           bool with_topology = true);
+
+// The variants a spec alone can build ("" for an algorithm without
+// variants): every one but a default that needs a topology.
+std::vector<std::string> buildable_variants(const AlgorithmDef& def);
 
 // Splits "rabenseifner:blocks" into {"rabenseifner", "blocks"}.
 std::pair<std::string, std::string> split_algorithm_name(const std::string& name);
@@ -78,5 +92,6 @@ void add_all_reduce(std::vector<AlgorithmDef>& defs);
 void add_all_reduce_trees(std::vector<AlgorithmDef>& defs);
 void add_all_to_all(std::vector<AlgorithmDef>& defs);
 void add_barrier(std::vector<AlgorithmDef>& defs);
+void add_nccl(std::vector<AlgorithmDef>& defs);
 
 }  // namespace collkit

@@ -44,6 +44,7 @@ struct Pipeline {
   bool reduce = false;           // run backwards, combining towards the root
   Region recv_at{};              // segment 0 of the received (forward) / accumulated (reduce) data
   Region send_from{};            // segment 0 of the data sent
+  std::uint16_t lanes = 1;       // Op::lanes of every message (channels sharing the tree)
 
   std::int64_t segments() const { return n == 0 ? 0 : (n + seg - 1) / seg; }
 };

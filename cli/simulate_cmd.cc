@@ -18,6 +18,7 @@
 #include "reports/sweep_report.h"
 #include "reports/table.h"
 #include "sim/engine.h"
+#include "sim/nccl.h"
 #include "sim/sweep.h"
 #include "topologies/topology.h"
 
@@ -42,6 +43,7 @@ struct SimulateArgs {
   std::string segment = "0";
   std::string group = "0";
   std::string segments_as;
+  std::string launch = "proc";
   std::string json_path;
   std::string csv_path;
 };
@@ -55,6 +57,21 @@ std::int64_t parse_count(const std::string& flag, const std::string& text) {
   std::int64_t value = 0;
   for (char c : text) value = value * 10 + (c - '0');
   return value;
+}
+
+// --launch proc (one process per device) or group:G (one host thread
+// launches each call on G devices in turn, as nccl-tests -g G).
+int parse_launch(const std::string& text) {
+  if (text == "proc") return 1;
+  if (text.rfind("group:", 0) == 0) {
+    const std::int64_t g = parse_count("--launch group:G", text.substr(6));
+    if (g < 1 || g > 4096)
+      throw UsageError("--launch '" + text + "': G must be 1..4096 devices per launching thread");
+    return static_cast<int>(g);
+  }
+  throw UsageError("--launch '" + text +
+                   "': expected proc (one process per device) or group:G (one thread launches on "
+                   "G devices, as nccl-tests -g G)");
 }
 
 int parse_int(const std::string& flag, const std::string& text) {
@@ -138,6 +155,7 @@ void run_simulate(const SimulateArgs& a) {
   const int ranks = parse_int("--ranks", a.ranks);
   SimOptions options;
   options.model = parse_net_model(a.model);
+  options.launch_devices = parse_launch(a.launch);
   if (!a.json_path.empty()) check_writable(a.json_path);
   if (!a.csv_path.empty()) check_writable(a.csv_path);
   if (!a.json_path.empty() && a.json_path == a.csv_path)
@@ -163,6 +181,15 @@ void run_simulate(const SimulateArgs& a) {
 
   const std::unique_ptr<Topology> topology = load_topology(a.topology, ranks);
   sweep.ranks = topology->num_ranks();
+  // "all" holds the nccl variants NCCL runs on this machine (nccl:nvls only
+  // where a switch reduces, ...); named ones that do not apply are errors.
+  if (a.algorithm == "all") {
+    const NcclContext ctx = nccl_context(*topology, sweep.ranks);
+    std::erase_if(sweep.algorithms, [&](const std::string& name) {
+      return is_nccl_algorithm(name) &&
+             !nccl_applies(ctx, sweep.collective, name, sweep.dtype, sweep.op);
+    });
+  }
   sweep.model = run_model.value_or(cost_params_of(*topology, sweep.ranks));
 
   Report report;
@@ -221,6 +248,10 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--segment", a->segment,
                   "Segment size in bytes for pipelined algorithms (0 = closed-form optimum)");
   cmd->add_option("--group", a->group, "Group size of hierarchical algorithms (0 = automatic)");
+  cmd->add_option("--launch", a->launch,
+                  "How calls are launched: proc (one process per device, default) or group:G "
+                  "(one host thread launches on G devices, as nccl-tests -g G): the call is never "
+                  "faster than G x the endpoints' launch_us");
   cmd->add_option("--segments-as", a->segments_as,
                   "Choose segment sizes (and --segment/--group when unset) as the run of this "
                   "report did (its segment_model key), to predict the schedules it measured");

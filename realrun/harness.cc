@@ -127,7 +127,7 @@ BenchConfig parse_config(const BenchArgs& a, int ranks) {
     if (name == kNative) {
       names.push_back(name);
     } else if (name == "all") {
-      for (const std::string& n : expand_algorithms(c, "all")) names.push_back(n);
+      for (const std::string& n : expand_algorithms(c, "all", false)) names.push_back(n);
       names.emplace_back(kNative);
     } else {
       for (const std::string& n : expand_algorithms(c, name)) names.push_back(n);

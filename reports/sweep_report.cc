@@ -11,9 +11,11 @@ Report sweep_report(const SweepSpec& sweep, const std::vector<SweepPoint>& point
   report.op = sweep.op;
   report.root = sweep.root;
   report.results.reserve(points.size());
-  for (const SweepPoint& p : points)
+  for (const SweepPoint& p : points) {
     report.results.push_back(
         make_row(sweep.collective, p.algorithm, p.size, sweep.ranks, p.seconds * 1e6));
+    if (!p.note.empty()) report.results.back().extra["ran"] = p.note;
+  }
   report.best = compute_best(report.results);
   return report;
 }

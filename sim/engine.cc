@@ -116,7 +116,8 @@ class Engine {
         elem_size_(schedule.spec().elem_size),
         ranks_(static_cast<std::size_t>(p_)),
         routes_(route_cache_size(p_)),
-        protocol_(schedule.spec().protocol),
+        protocol_(schedule.spec().protocol != Protocol::none ? schedule.spec().protocol
+                                                             : topology.default_protocol),
         efficiency_(topology.protocol(protocol_).efficiency) {
     if (options_.model == NetModel::flow) network_.emplace(topology_);
     if (options_.rank_times) result_.rank_times.assign(static_cast<std::size_t>(p_), 0.0);

@@ -1,9 +1,11 @@
 // The sweep timed by the simulator, and the figures it reads off a topology.
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "algorithms/registry.h"
 #include "core/error.h"
+#include "sim/nccl.h"
 #include "sim/sweep.h"
 
 namespace collkit {
@@ -35,14 +37,49 @@ std::vector<SweepPoint> simulate_sweep(const SweepSpec& sweep, const Topology& t
                      "'");
   // make_schedule validates name, variant, root, segment and group; building
   // the schedule generates no steps, so this costs nothing per algorithm.
-  for (const std::string& algorithm : sweep.algorithms)
+  // The nccl family is resolved on the topology (sim/nccl.h): its plan,
+  // protocol and channels come from there.
+  bool any_nccl = false;
+  for (const std::string& algorithm : sweep.algorithms) {
+    if (is_nccl_algorithm(algorithm)) {
+      any_nccl = true;
+      continue;
+    }
     make_schedule(schedule_spec(sweep, algorithm, map_size(sweep.collective, 0, 1, 1)));
-  return run_sweep(
+  }
+  std::optional<NcclContext> ctx;
+  if (any_nccl) ctx = nccl_context(topology, sweep.ranks);
+  const auto choose = [&](const ScheduleSpec& spec) {
+    const std::size_t colon = spec.algorithm.find(':');
+    std::string variant =
+        colon == std::string::npos ? std::string() : spec.algorithm.substr(colon + 1);
+    if (variant == "auto") variant.clear();
+    return nccl_choose(*ctx, spec.collective, spec.count * spec.elem_size, sweep.dtype, sweep.op,
+                       variant);
+  };
+  if (any_nccl) {
+    // Fail before the sweep when a named variant does not apply here at all.
+    for (const std::string& algorithm : sweep.algorithms)
+      if (is_nccl_algorithm(algorithm)) {
+        const ScheduleSpec spec =
+            schedule_spec(sweep, algorithm, map_size(sweep.collective, 1 << 20, 1, sweep.ranks));
+        make_schedule(nccl_schedule_spec(spec, *ctx, choose(spec), topology));
+      }
+  }
+  std::vector<SweepPoint> points = run_sweep(
       sweep,
       [&](const ScheduleSpec& spec) {
+        if (is_nccl_algorithm(spec.algorithm))
+          return simulate(*make_schedule(nccl_schedule_spec(spec, *ctx, choose(spec), topology)),
+                          topology, options)
+              .time;
         return simulate(*make_schedule(spec), topology, options).time;
       },
       progress);
+  for (SweepPoint& pt : points)
+    if (is_nccl_algorithm(pt.algorithm))
+      pt.note = describe(choose(schedule_spec(sweep, pt.algorithm, pt.size)));
+  return points;
 }
 
 }  // namespace collkit

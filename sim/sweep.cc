@@ -36,7 +36,8 @@ std::vector<SweepPoint> run_sweep(const SweepSpec& sweep, const TimeFn& time_of,
   for (const std::string& algorithm : sweep.algorithms) {
     for (std::int64_t bytes : sizes) {
       const SizeMapping size = map_size(sweep.collective, bytes, size_of(sweep.dtype), sweep.ranks);
-      points.push_back(SweepPoint{algorithm, size, time_of(schedule_spec(sweep, algorithm, size))});
+      points.push_back(
+          SweepPoint{algorithm, size, time_of(schedule_spec(sweep, algorithm, size)), {}});
       if (progress) progress(points.size(), total);
     }
   }

@@ -46,6 +46,9 @@ struct SweepPoint {
   std::string algorithm;
   SizeMapping size;
   double seconds = 0;
+  // What ran, where the name leaves it open: for the nccl family the
+  // algorithm, protocol and channels chosen at this size ("ring/LL/24ch").
+  std::string note;
 };
 
 // Runs every algorithm at every size (barrier: once, at size 0) and returns

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/protocol.h"
 #include "topologies/astra.h"
 #include "topologies/builders.h"
 #include "topologies/sha256.h"
@@ -620,7 +621,15 @@ void read_extras(const Reader& rd, const json& top, Topology& t) {
   }
   if (const json* pr = rd.find(top, "protocols")) {
     rd.object(*pr, "protocols");
-    rd.keys(*pr, "protocols", kProtocolNames);
+    std::vector<std::string> protocol_keys = kProtocolNames;
+    protocol_keys.push_back("default");
+    rd.keys(*pr, "protocols", protocol_keys);
+    if (rd.find(*pr, "default")) {
+      t.default_protocol = parse_protocol(rd.choice(*pr, "protocols", "default", kProtocolNames));
+      if (!rd.find(*pr, rd.string(*pr, "protocols", "default")))
+        rd.fail("protocols.default", "names " + rd.string(*pr, "protocols", "default") +
+                                         ", which the table does not describe");
+    }
     for (int i = 0; i < 3; ++i) {
       const json* v = rd.find(*pr, kProtocolNames[i]);
       if (!v) continue;
@@ -646,7 +655,9 @@ void read_extras(const Reader& rd, const json& top, Topology& t) {
   }
   if (const json* nc = rd.find(top, "nccl")) {
     rd.object(*nc, "nccl");
-    rd.keys(*nc, "nccl", {"ring", "tree", "nvls", "runtime_channels"});
+    rd.keys(*nc, "nccl", {"gpu", "ring", "tree", "nvls", "runtime_channels"});
+    if (rd.find(*nc, "gpu"))
+      t.nccl.sm80 = rd.choice(*nc, "nccl", "gpu", {"H100", "A100"}) == "A100";
     const auto graph = [&](const char* key, const char* count, int& channels, double& bw) {
       const json* g = rd.find(*nc, key);
       if (!g) return;

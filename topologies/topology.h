@@ -81,6 +81,7 @@ struct NcclGraphInfo {
   int nvls_heads = 0;
   double nvls_bw = 0;
   int runtime_channels = 0;  // channels at run time (NCCL doubles the graph's)
+  bool sm80 = false;         // "gpu": "A100": NCCL's A100 (sm80) model constants; else H100 (sm90)
 };
 
 class Topology {
@@ -132,6 +133,9 @@ class Topology {
   std::vector<int> rank_node;
   // Protocol figures (index protocol_index(p)) and NCCL's graph.
   ProtocolProps protocols[3];
+  // The protocol of schedules that name none (the classic algorithms on a
+  // GPU network move their data as NCCL's kernels would); none = plain.
+  Protocol default_protocol = Protocol::none;
   const ProtocolProps& protocol(Protocol p) const {
     static const ProtocolProps kNone;
     const int i = protocol_index(p);

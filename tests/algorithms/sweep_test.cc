@@ -38,10 +38,8 @@ constexpr int kMaxListedFailures = 20;
 
 std::vector<AlgorithmCase> all_cases() {
   std::vector<AlgorithmCase> out;
-  for (const AlgorithmDef& d : algorithm_registry()) {
-    if (d.variants.empty()) out.push_back({d.collective, d.name, ""});
-    for (const std::string& v : d.variants) out.push_back({d.collective, d.name, v});
-  }
+  for (const AlgorithmDef& d : algorithm_registry())
+    for (const std::string& v : buildable_variants(d)) out.push_back({d.collective, d.name, v});
   return out;
 }
 
@@ -190,6 +188,10 @@ TEST_P(Sweep, EveryRankCountRootAndCount) {
 
 TEST_P(Sweep, ClosedFormTimeIsAboveLowerBound) {
   const AlgorithmCase& a = GetParam();
+  // The bounds of COSTS.md are for one-port schedules; a multi-port one
+  // (NCCL's trees serve every child at once) may beat them on paper.
+  if (find_algorithm(a.collective, a.name).cost_formula.find("multi-port") != std::string::npos)
+    GTEST_SKIP() << a.label() << ": multi-port schedule, one-port bounds do not apply";
   sweep_grid(
       a, "the lower bound",
       [&](int p, int root, std::int64_t n) { return check_lower_bound(a, p, root, n); }, false);

@@ -171,7 +171,7 @@ INSTANTIATE_TEST_SUITE_P(Registry, MultiRankScheduleTest, ::testing::ValuesIn(re
 // one iteration's streams overlapping the next is exercised too).
 TEST(MultiRankTest, EveryTypeAndOpMatchesTheCheckData) {
   for (Collective c : {Collective::all_reduce, Collective::reduce_scatter, Collective::reduce}) {
-    for (const std::string& algorithm : expand_algorithms(c, "all")) {
+    for (const std::string& algorithm : expand_algorithms(c, "all", false)) {
       for (int p : {3, 5}) {
         for (DataType t : kAllDataTypes) {
           for (RedOp op : kAllRedOps) {

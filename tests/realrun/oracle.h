@@ -91,8 +91,8 @@ struct Case {
 inline std::vector<Case> registered_cases() {
   std::vector<Case> cases;
   for (const AlgorithmDef& d : algorithm_registry()) {
-    if (d.variants.empty()) cases.push_back({d.collective, d.name});
-    for (const std::string& v : d.variants) cases.push_back({d.collective, d.name + ":" + v});
+    for (const std::string& v : buildable_variants(d))
+      cases.push_back({d.collective, v.empty() ? d.name : d.name + ":" + v});
   }
   return cases;
 }

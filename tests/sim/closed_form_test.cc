@@ -105,8 +105,15 @@ TEST(SimClosedForm, EveryRegisteredAlgorithmMatchesItsCostOnFullyConnected) {
   std::set<std::string> shared;
   for (const AlgorithmDef& def : registry) {
     const Exactness exact = exactness(def);
-    std::vector<std::string> variants = def.variants;
-    if (variants.empty()) variants.push_back("");
+    // A formula that calls itself approximate and states no exact case (the
+    // nccl family's pipelined trees) is not compared.
+    if (def.cost_formula.find("exact") == std::string::npos &&
+        def.cost_formula.find("approximate") != std::string::npos) {
+      std::cout << "[ closed   ] " << to_string(def.collective) << "/" << def.name
+                << ": approximate formula, time not compared\n";
+      continue;
+    }
+    std::vector<std::string> variants = buildable_variants(def);
     int failures = 0;
     std::string first_failures;
     std::set<int> failing_p;

@@ -428,9 +428,7 @@ TEST(Contention, EveryAllReduceIsAtLeastTheLowerBoundOnDgxH100) {
   params.gamma = 0;
   int checked = 0;
   for (const AlgorithmDef* def : algorithms_for(Collective::all_reduce)) {
-    std::vector<std::string> variants = def->variants;
-    if (variants.empty()) variants.push_back("");
-    for (const std::string& variant : variants) {
+    for (const std::string& variant : buildable_variants(*def)) {
       for (int p = 2; p <= full->num_ranks(); ++p) {
         const auto topo = load_topology(topology_path("dgx-h100"), p);
         // 4 MB is bandwidth-bound (n beta = 11 us >> alpha). Not larger:

@@ -42,9 +42,19 @@ TEST(ShippedFiles, EveryFileLoadsWithMetadataAndConnectedRoutes) {
     EXPECT_EQ(t->file, entry.path().string());
     EXPECT_EQ(t->sha256, sha256_hex(slurp(entry.path())));
     EXPECT_GE(t->num_ranks(), 2);
-    EXPECT_GT(t->endpoint(0).overhead, 0);
-    for (int s = 0; s < t->num_ranks(); s += 7) {
-      for (int d = 0; d < t->num_ranks(); ++d) {
+    // A per-message cost: an endpoint overhead, or (GPU files) the per-hop
+    // latencies of the protocol every schedule is timed with.
+    if (t->default_protocol != Protocol::none) {
+      EXPECT_TRUE(t->protocol(t->default_protocol).set);
+      EXPECT_GT(t->protocol(t->default_protocol).base_latency, 0);
+    } else {
+      EXPECT_GT(t->endpoint(0).overhead, 0);
+    }
+    // Routes from every 7th rank to every rank (every 997th beyond 1024 ranks).
+    const int p = t->num_ranks();
+    const int src_step = p > 1024 ? 997 : 7, dst_step = p > 1024 ? 61 : 1;
+    for (int s = 0; s < p; s += src_step) {
+      for (int d = 0; d < p; d += dst_step) {
         if (s != d) expect_connected_route(*t, s, d);
       }
     }
@@ -56,8 +66,37 @@ TEST(ShippedFiles, Figures) {
   auto dgx = shipped("dgx-h100");
   EXPECT_EQ(dgx->num_ranks(), 8);
   EXPECT_EQ(dgx->link(0).bandwidth, 370.8e9);
-  EXPECT_DOUBLE_EQ(dgx->endpoint(3).overhead, 0.5e-6);
+  EXPECT_EQ(dgx->endpoint(3).overhead, 0);
   EXPECT_EQ(dgx->endpoint(3).reduce_bw, 1000e9);
+  EXPECT_TRUE(dgx->endpoint(3).pipelined);
+  EXPECT_DOUBLE_EQ(dgx->endpoint(3).launch, 4e-6);
+  EXPECT_EQ(dgx->devices_per_node, 8);
+  EXPECT_EQ(dgx->default_protocol, Protocol::simple);
+  // NCCL's per-hop figures, half per link of a GPU-switch-GPU hop.
+  EXPECT_DOUBLE_EQ(dgx->link(0).latency_for(Protocol::ll), 0.3e-6);
+  EXPECT_DOUBLE_EQ(dgx->link(0).latency_for(Protocol::ll128), 0.95e-6);
+  EXPECT_DOUBLE_EQ(dgx->link(0).latency_for(Protocol::simple), 1.7e-6);
+  EXPECT_DOUBLE_EQ(dgx->protocol(Protocol::ll).efficiency, 0.5);
+  EXPECT_DOUBLE_EQ(dgx->protocol(Protocol::simple).base_latency, 8.4e-6);
+  EXPECT_DOUBLE_EQ(dgx->protocol(Protocol::simple).chunk_bytes, 512 * 1024.0);
+  double nvls = 0;
+  EXPECT_EQ(dgx->in_network_side(0, nvls), 1);  // rank 0 -> the NVSwitch
+  EXPECT_EQ(nvls, 272e9);
+  EXPECT_EQ(dgx->in_network_side(1, nvls), -1);
+  EXPECT_EQ(dgx->nccl.ring_channels, 12);
+  EXPECT_EQ(dgx->nccl.nvls_heads, 8);
+  EXPECT_EQ(dgx->nccl.runtime_channels, 24);
+
+  auto a100 = shipped("dgx-a100");
+  EXPECT_EQ(a100->link(0).bandwidth, 240e9);
+  EXPECT_TRUE(a100->nccl.sm80);
+  EXPECT_EQ(a100->in_network_side(0, nvls), 0);  // no NVLS before Hopper
+
+  for (int nodes : {2, 4, 16, 128, 2048}) {
+    auto c = shipped("h100-cluster-" + std::to_string(nodes) + "x8");
+    EXPECT_EQ(c->num_ranks(), 8 * nodes);
+    EXPECT_EQ(c->node_of(8 * nodes - 1), nodes - 1);
+  }
 
   auto h100 = shipped("h100-cluster-4x8");
   EXPECT_EQ(h100->num_ranks(), 32);
@@ -65,9 +104,9 @@ TEST(ShippedFiles, Figures) {
             (std::vector<std::string>{"n0.g5->n0.nic5.tx", "n0.nic5.tx->rail5", "rail5->n3.nic5.rx",
                                       "n3.nic5.rx->n3.g5"}));
 
-  auto a100 = shipped("a100-cluster-2x8");
-  EXPECT_EQ(a100->num_ranks(), 16);
-  EXPECT_EQ(a100->endpoint(0).reduce_bw, 0);
+  auto a100c = shipped("a100-cluster-2x8");
+  EXPECT_EQ(a100c->num_ranks(), 16);
+  EXPECT_EQ(a100c->endpoint(0).reduce_bw, 0);
 
   EXPECT_EQ(shipped("ring-8")->num_ranks(), 8);
   EXPECT_EQ(shipped("switch-16")->num_ranks(), 16);

@@ -1,0 +1,960 @@
+// The nccl family: NCCL's algorithms as schedules (docs/NCCL.md). Data is
+// spread over channels (a ChannelPlan: rank orders from a topology search, or
+// the default below), each channel moving its share along its own ring or
+// tree; channels that share an order are one transfer with `lanes`.
+//
+//   nccl:ring       all_reduce, all_gather, reduce_scatter (NCCL's ring);
+//                   broadcast, reduce (a pipelined chain along the ring)
+//   nccl:tree       all_reduce: reduce up and broadcast down the plan's trees
+//                   (NCCL's double binary tree across nodes, a chain inside),
+//                   pipelined in chunks, every child served in the same round
+//   nccl:nvls       all_reduce through a switch that multicasts and reduces:
+//                   reduce-scatter of each chunk into the switch (fan_in),
+//                   all-gather by multicast (fan_out), chunks pipelined
+//   nccl:nvls_tree  all_reduce: nvls inside each node, a tree across nodes
+//                   between the ranks of equal local index
+//   nccl:p2p        all_to_all, scatter, gather: NCCL's grouped send/recv,
+//                   every transfer in one step
+//   nccl (auto)     NCCL's own choice per size, made on a topology by the
+//                   simulator (sim/nccl.h); not buildable from a spec alone
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/blocks.h"
+#include "algorithms/costs.h"
+#include "algorithms/fold.h"
+#include "algorithms/registry.h"
+#include "algorithms/tree_pipeline.h"
+#include "core/error.h"
+
+namespace collkit {
+namespace {
+
+// At most this many pipeline chunks per channel: a larger chunk than the
+// protocol's only lengthens the pipeline's fill, by at most depth/kMaxChunks
+// of the transfer (docs/NCCL.md, "Chunks").
+constexpr std::int64_t kMaxChunks = 512;
+
+// ---- plans -----------------------------------------------------------------
+
+// Channel c's default ring: rank order for even c, reversed for odd c, each
+// rotated by c, so that channels differ (verification sweeps them all).
+ChannelPlan::Ring default_ring(int p, int c) {
+  ChannelPlan::Ring r;
+  r.order.resize(static_cast<std::size_t>(p));
+  for (int i = 0; i < p; ++i) r.order[i] = mod(c + (c % 2 == 0 ? i : -i), p);
+  return r;
+}
+
+// Tree `which` (0 or 1) of NCCL's double binary tree over the ranks, as a
+// plan tree (every rank its own node).
+ChannelPlan::Tree default_tree(int p, int which) {
+  ChannelPlan::Tree t;
+  t.parent.assign(static_cast<std::size_t>(p), -1);
+  t.child.assign(3 * static_cast<std::size_t>(p), -1);
+  const std::vector<PipeNode> nodes = nccl_dbt_nodes(p, which);
+  for (int r = 0; r < p; ++r) {
+    t.parent[r] = nodes[r].parent;
+    for (int k = 0; k < 2; ++k) t.child[3 * static_cast<std::size_t>(r) + k] = nodes[r].child[k];
+  }
+  // nccl_dbt_nodes roots tree 0 at rank 0 with one child; a lone rank is its root.
+  return t;
+}
+
+// The plan every nccl schedule runs: the spec's (from a topology search) or
+// `channels` default rings and trees. Validated once, shared by all ranks.
+void prepare_nccl(ScheduleSpec& spec) {
+  if (spec.variant == "auto" || spec.variant.empty())
+    throw UsageError(
+        "nccl (NCCL's own choice of algorithm, protocol and channels) is made per size on a "
+        "topology: use it with `collkit simulate`, or name a variant (nccl:ring, nccl:tree, "
+        "nccl:nvls, nccl:nvls_tree, nccl:p2p)");
+  if (spec.channels < 0 || spec.channels > 64)
+    throw UsageError("nccl: channels must be 0..64 (0 = one), got " +
+                     std::to_string(spec.channels));
+  if (spec.plan) {
+    // A plan built for these ranks elsewhere (topologies/channels.h); checked again.
+    auto copy = std::make_shared<ChannelPlan>(*spec.plan);
+    copy->finish(spec.ranks);
+    spec.plan = std::move(copy);
+    return;
+  }
+  const int p = spec.ranks;
+  const int c = std::max(1, spec.channels);
+  auto plan = std::make_shared<ChannelPlan>();
+  for (int i = 0; i < c; ++i) plan->rings.push_back(default_ring(p, i));
+  for (int i = 0; i < c; ++i) plan->trees.push_back(default_tree(p, i % 2));
+  plan->finish(p);
+  spec.plan = std::move(plan);
+}
+
+// The channel slices of n elements: runtime channels split n as a
+// Partition; ring (or tree) i takes its `lanes` consecutive channels.
+struct Slice {
+  std::int64_t offset = 0;
+  std::int64_t size = 0;
+};
+template <typename Unit>
+std::vector<Slice> slices(std::int64_t n, const std::vector<Unit>& units) {
+  int channels = 0;
+  for (const Unit& u : units) channels += u.lanes;
+  const Partition part{n, std::max(1, channels)};
+  std::vector<Slice> out;
+  int first = 0;
+  for (const Unit& u : units) {
+    out.push_back({part.offset(first), part.span(first, u.lanes)});
+    first += u.lanes;
+  }
+  return out;
+}
+
+Op with_lanes(Op op, int lanes) {
+  op.lanes = static_cast<std::uint16_t>(lanes);
+  return op;
+}
+
+Step copy_step(Region from, Region to) {
+  Step s;
+  s.ops.push_back(copy_op(from, to));
+  return s;
+}
+
+// ---- ring: all_reduce, all_gather, reduce_scatter ----------------------------
+
+// all_reduce: each ring reduce-scatters its slice (blocks by ring position)
+// then all-gathers it, p - 1 steps each; the rings move in the same steps.
+Generator<Step> ring_all_reduce(ScheduleSpec spec, int rank) {
+  const int p = spec.ranks;
+  const ChannelPlan& plan = *spec.plan;
+  co_yield copy_step({Buf::input, 0, spec.count}, {Buf::output, 0, spec.count});
+  if (p == 1) co_return;
+  const std::vector<Slice> sl = slices(spec.count, plan.rings);
+  for (int phase = 0; phase < 2; ++phase) {
+    for (int k = 0; k + 1 < p; ++k) {
+      Step s;
+      for (std::size_t i = 0; i < plan.rings.size(); ++i) {
+        const ChannelPlan::Ring& ring = plan.rings[i];
+        const int pos = ring.position[rank];
+        const int next = ring.order[mod(pos + 1, p)];
+        const int prev = ring.order[mod(pos - 1, p)];
+        const Partition part{sl[i].size, p};
+        const auto block = [&](int b) {
+          return Region{Buf::output, sl[i].offset + part.offset(b), part.size(b)};
+        };
+        // Reduce-scatter: block b starts at position b + 1 and arrives
+        // complete at b; all-gather: each position starts with its own.
+        const int lag = phase == 0 ? 1 : 0;
+        s.ops.push_back(with_lanes(send_op(next, block(mod(pos - k - lag, p))), ring.lanes));
+        s.ops.push_back(with_lanes(recv_op(prev, block(mod(pos - k - lag - 1, p)),
+                                           phase == 0 ? Combine::reduce : Combine::copy),
+                                   ring.lanes));
+      }
+      if (!s.ops.empty()) co_yield std::move(s);
+    }
+  }
+}
+
+// Rank j's contribution to the gathered (all_gather) or scattered
+// (reduce_scatter) vector is block j of Partition{n, p}; ring i moves the
+// part of every block that falls in its channels.
+Region block_part(const Partition& part, int owner, int channels, int first, int lanes, Buf buf,
+                  std::int64_t base) {
+  const Partition sub{part.size(owner), channels};
+  return {buf, base + part.offset(owner) + sub.offset(first), sub.span(first, lanes)};
+}
+
+Generator<Step> ring_all_gather(ScheduleSpec spec, int rank) {
+  const int p = spec.ranks;
+  const ChannelPlan& plan = *spec.plan;
+  const Partition part{spec.count, p};
+  co_yield copy_step({Buf::input, 0, part.size(rank)},
+                     {Buf::output, part.offset(rank), part.size(rank)});
+  if (p == 1) co_return;
+  const int channels = plan.channels();
+  for (int k = 0; k + 1 < p; ++k) {
+    Step s;
+    int first = 0;
+    for (const ChannelPlan::Ring& ring : plan.rings) {
+      const int pos = ring.position[rank];
+      const int next = ring.order[mod(pos + 1, p)];
+      const int prev = ring.order[mod(pos - 1, p)];
+      const Region out = block_part(part, ring.order[mod(pos - k, p)], channels, first, ring.lanes,
+                                    Buf::output, 0);
+      const Region in = block_part(part, ring.order[mod(pos - k - 1, p)], channels, first,
+                                   ring.lanes, Buf::output, 0);
+      first += ring.lanes;
+      s.ops.push_back(with_lanes(send_op(next, out), ring.lanes));
+      s.ops.push_back(with_lanes(recv_op(prev, in), ring.lanes));
+    }
+    if (!s.ops.empty()) co_yield std::move(s);
+  }
+}
+
+// Reduce-scatter on a scratch copy of the input (read-only): the block of
+// ring position q starts at q + 1 and arrives complete at q after p - 1 hops.
+Generator<Step> ring_reduce_scatter(ScheduleSpec spec, int rank) {
+  const int p = spec.ranks;
+  const ChannelPlan& plan = *spec.plan;
+  const Partition part{spec.count, p};
+  co_yield copy_step({Buf::input, 0, spec.count}, {Buf::scratch, 0, spec.count});
+  const int channels = plan.channels();
+  for (int k = 0; k + 1 < p; ++k) {
+    Step s;
+    int first = 0;
+    for (const ChannelPlan::Ring& ring : plan.rings) {
+      const int pos = ring.position[rank];
+      const int next = ring.order[mod(pos + 1, p)];
+      const int prev = ring.order[mod(pos - 1, p)];
+      const Region out = block_part(part, ring.order[mod(pos - 1 - k, p)], channels, first,
+                                    ring.lanes, Buf::scratch, 0);
+      const Region in = block_part(part, ring.order[mod(pos - 2 - k, p)], channels, first,
+                                   ring.lanes, Buf::scratch, 0);
+      first += ring.lanes;
+      s.ops.push_back(with_lanes(send_op(next, out), ring.lanes));
+      s.ops.push_back(with_lanes(recv_op(prev, in, Combine::reduce), ring.lanes));
+    }
+    if (!s.ops.empty()) co_yield std::move(s);
+  }
+  co_yield copy_step({Buf::scratch, part.offset(rank), part.size(rank)},
+                     {Buf::output, 0, part.size(rank)});
+}
+
+// ---- ring: broadcast and reduce (pipelined chains along the rings) ----------
+
+// The chain of ring i starting at the root: the root's ring successor first.
+PipeNode chain_node(const ChannelPlan::Ring& ring, int p, int root, int rank) {
+  const int v = mod(ring.position[rank] - ring.position[root], p);
+  PipeNode nd;
+  nd.parent = v > 0 ? ring.order[mod(ring.position[rank] - 1, p)] : -1;
+  nd.child[0] = v + 1 < p ? ring.order[mod(ring.position[rank] + 1, p)] : -1;
+  nd.arrival = v - 1;
+  return nd;
+}
+
+std::vector<Pipeline> chain_pipes(const ScheduleSpec& spec, int rank, bool reduce) {
+  const int p = spec.ranks;
+  const ChannelPlan& plan = *spec.plan;
+  const std::vector<Slice> sl = slices(spec.count, plan.rings);
+  std::vector<Pipeline> pipes;
+  for (std::size_t i = 0; i < plan.rings.size(); ++i) {
+    if (sl[i].size == 0) continue;
+    Pipeline pl;
+    pl.node = chain_node(plan.rings[i], p, spec.root, rank);
+    pl.pace = 1;
+    pl.n = sl[i].size;
+    // One chunk size for every channel: the spec's segment, else the
+    // closed-form optimum for a chain of p ranks over the whole vector.
+    pl.seg = segment_elems(spec, p - 1, reduce);
+    pl.seg = std::max(pl.seg, (pl.n + kMaxChunks - 1) / kMaxChunks);
+    pl.rounds = pipeline_rounds(p - 2, 1, pl.segments());
+    pl.lanes = static_cast<std::uint16_t>(plan.rings[i].lanes);
+    pl.reduce = reduce;
+    if (reduce) {
+      const bool root = pl.node.parent < 0;
+      const Region acc{root ? Buf::output : Buf::scratch, sl[i].offset, pl.n};
+      pl.recv_at = acc;
+      pl.send_from = pl.node.child[0] >= 0 ? acc : Region{Buf::input, sl[i].offset, pl.n};
+    } else {
+      pl.recv_at = {Buf::output, sl[i].offset, pl.n};
+      pl.send_from = {pl.node.parent < 0 ? Buf::input : Buf::output, sl[i].offset, pl.n};
+    }
+    pipes.push_back(pl);
+  }
+  return pipes;
+}
+
+Generator<Step> ring_broadcast(ScheduleSpec spec, int rank) {
+  std::vector<Op> prologue;
+  if (rank == spec.root && spec.count > 0)
+    prologue.push_back(copy_op({Buf::input, 0, spec.count}, {Buf::output, 0, spec.count}));
+  return run_pipelines(spec.count > 0 ? chain_pipes(spec, rank, false) : std::vector<Pipeline>{},
+                       std::move(prologue));
+}
+
+Generator<Step> ring_reduce(ScheduleSpec spec, int rank) {
+  if (spec.count == 0) return run_pipelines({}, {});
+  std::vector<Pipeline> pipes = chain_pipes(spec, rank, true);
+  std::vector<Op> prologue;
+  // Inner ranks and the root accumulate: their input is copied in first.
+  for (const Pipeline& pl : pipes)
+    if (pl.node.child[0] >= 0 || rank == spec.root)
+      prologue.push_back(copy_op({Buf::input, pl.recv_at.offset, pl.n}, pl.recv_at));
+  return run_pipelines(std::move(pipes), std::move(prologue));
+}
+
+std::int64_t ring_reduce_scratch(const ScheduleSpec& spec, int rank) {
+  return rank == spec.root ? 0 : spec.count;
+}
+
+// ---- p2p: all_to_all, scatter, gather ---------------------------------------
+
+Generator<Step> p2p_all_to_all(ScheduleSpec spec, int rank) {
+  const int p = spec.ranks;
+  const Partition part{spec.count, p};
+  // Rank j's output holds p blocks of part.size(j), the one from rank i at
+  // i * part.size(j) (as the other all_to_all algorithms).
+  const std::int64_t mine = part.size(rank);
+  Step s;
+  s.ops.push_back(copy_op({Buf::input, part.offset(rank), mine}, {Buf::output, rank * mine, mine}));
+  co_yield std::move(s);
+  if (p == 1) co_return;
+  Step x;
+  // NCCL's p2p schedule: in round k a rank sends to rank + k and receives
+  // from rank - k; all rounds of a group run together.
+  for (int k = 1; k < p; ++k) {
+    const int to = mod(rank + k, p), from = mod(rank - k, p);
+    x.ops.push_back(send_op(to, {Buf::input, part.offset(to), part.size(to)}));
+    x.ops.push_back(recv_op(from, {Buf::output, from * mine, mine}));
+  }
+  co_yield std::move(x);
+}
+
+Generator<Step> p2p_scatter(ScheduleSpec spec, int rank) {
+  const int p = spec.ranks;
+  const Partition part{spec.count, p};
+  if (rank == spec.root) {
+    co_yield copy_step({Buf::input, part.offset(rank), part.size(rank)},
+                       {Buf::output, 0, part.size(rank)});
+    if (p == 1) co_return;
+    Step x;
+    for (int k = 1; k < p; ++k) {
+      const int to = mod(rank + k, p);
+      x.ops.push_back(send_op(to, {Buf::input, part.offset(to), part.size(to)}));
+    }
+    co_yield std::move(x);
+  } else {
+    Step x;
+    x.ops.push_back(recv_op(spec.root, {Buf::output, 0, part.size(rank)}));
+    co_yield std::move(x);
+  }
+}
+
+Generator<Step> p2p_gather(ScheduleSpec spec, int rank) {
+  const int p = spec.ranks;
+  const Partition part{spec.count, p};
+  if (rank == spec.root) {
+    co_yield copy_step({Buf::input, 0, part.size(rank)},
+                       {Buf::output, part.offset(rank), part.size(rank)});
+    if (p == 1) co_return;
+    Step x;
+    for (int k = 1; k < p; ++k) {
+      const int from = mod(rank + k, p);
+      x.ops.push_back(recv_op(from, {Buf::output, part.offset(from), part.size(from)}));
+    }
+    co_yield std::move(x);
+  } else {
+    Step x;
+    x.ops.push_back(send_op(spec.root, {Buf::input, 0, part.size(rank)}));
+    co_yield std::move(x);
+  }
+}
+
+// ---- tree: all_reduce ------------------------------------------------------
+//
+// Tree t (plan tree, ChannelPlan::finish's staggered rounds) carries its
+// slice in K chunks. With R = up_round[root], a rank r at depth d works in
+// global rounds
+//   up_round[c] + i      receives chunk i from child c, reducing it into its
+//                        output (children are heard in distinct rounds, so
+//                        every receive lands in a different chunk)
+//   up_round[r] + i      sends chunk i up to its parent
+//   R + d - 1 + i        receives the finished chunk i from its parent
+//   R + d + i            sends it down to every child at once
+// Both ends of a message agree on its round, so trees of different channels
+// merge into the same steps without deadlock.
+
+struct TreeWork {
+  const ChannelPlan::Tree* tree;
+  Slice slice;
+  std::int64_t seg;
+  std::int64_t chunks;
+};
+
+std::int64_t chunk_elems(const ScheduleSpec& spec, std::int64_t n, int depth, bool reduction) {
+  if (n == 0) return 1;
+  const std::int64_t seg = spec.segment > 0 ? spec.segment : segment_elems(spec, depth, reduction);
+  return std::max(seg, (n + kMaxChunks - 1) / kMaxChunks);
+}
+
+std::vector<TreeWork> tree_work(const ScheduleSpec& spec) {
+  const ChannelPlan& plan = *spec.plan;
+  const std::vector<Slice> sl = slices(spec.count, plan.trees);
+  std::vector<TreeWork> out;
+  for (std::size_t i = 0; i < plan.trees.size(); ++i) {
+    const ChannelPlan::Tree& t = plan.trees[i];
+    TreeWork w{&t, sl[i], chunk_elems(spec, sl[i].size, std::max(1, 2 * t.height), true), 0};
+    w.chunks = sl[i].size == 0 ? 0 : (sl[i].size + w.seg - 1) / w.seg;
+    out.push_back(w);
+  }
+  return out;
+}
+
+Region chunk_of(const Slice& slice, std::int64_t seg, std::int64_t i) {
+  const std::int64_t first = i * seg;
+  return {Buf::output, slice.offset + first, std::min(seg, slice.size - first)};
+}
+
+// The rounds of one rank in a staggered tree: receive from each child, send
+// up, receive down, send down (first round of each, -1 where absent).
+struct TreeRounds {
+  int kids = 0;
+  int child[3] = {-1, -1, -1};
+  std::int64_t from_child[3] = {-1, -1, -1};
+  std::int64_t up = -1, down_recv = -1, down_send = -1;
+  int parent = -1;
+};
+
+TreeRounds tree_rounds_of(const ChannelPlan::Tree& t, int r, std::int64_t base, int lag) {
+  TreeRounds tr;
+  tr.kids = t.children(r, tr.child);
+  for (int k = 0; k < tr.kids; ++k) tr.from_child[k] = base + t.up_round[tr.child[k]] + lag;
+  tr.parent = t.parent[r];
+  const std::int64_t R = base + t.up_round[t.root];
+  // Down the tree a chunk takes lag + 1 rounds per level: sent, received
+  // lag rounds later, forwarded the round after.
+  const std::int64_t down = R + std::int64_t{t.depth[r]} * (lag + 1);
+  if (tr.parent >= 0) {
+    tr.up = base + t.up_round[r];
+    tr.down_recv = down - 1;
+  }
+  if (tr.kids > 0) tr.down_send = down;
+  return tr;
+}
+
+// Appends the ops of one rank at global round t; `peer` maps the tree's
+// vertices to ranks, `region(i)` is chunk i of the data the tree reduces.
+template <typename Peer, typename RegionOf>
+void staggered_tree_ops(const TreeRounds& tr, std::int64_t t, std::int64_t chunks, int lanes,
+                        Peer peer, RegionOf region, std::vector<Op>& out) {
+  const auto at = [&](std::int64_t first) {
+    return first >= 0 && t >= first && t - first < chunks ? t - first : std::int64_t{-1};
+  };
+  for (int k = 0; k < tr.kids; ++k)
+    if (const std::int64_t i = at(tr.from_child[k]); i >= 0)
+      out.push_back(with_lanes(recv_op(peer(tr.child[k]), region(i), Combine::reduce), lanes));
+  if (tr.parent >= 0) {
+    if (const std::int64_t i = at(tr.up); i >= 0)
+      out.push_back(with_lanes(send_op(peer(tr.parent), region(i)), lanes));
+    if (const std::int64_t i = at(tr.down_recv); i >= 0)
+      out.push_back(with_lanes(recv_op(peer(tr.parent), region(i)), lanes));
+  }
+  if (const std::int64_t i = at(tr.down_send); i >= 0)
+    for (int k = 0; k < tr.kids; ++k)
+      out.push_back(with_lanes(send_op(peer(tr.child[k]), region(i)), lanes));
+}
+
+// The communicating rounds of a rank (union of [first, first + chunks)) and
+// the elements it sends, for the closed forms.
+void add_tree_intervals(const TreeRounds& tr, std::int64_t chunks,
+                        std::vector<std::pair<std::int64_t, std::int64_t>>& iv) {
+  for (int k = 0; k < tr.kids; ++k) iv.push_back({tr.from_child[k], tr.from_child[k] + chunks});
+  if (tr.parent >= 0) {
+    iv.push_back({tr.up, tr.up + chunks});
+    iv.push_back({tr.down_recv, tr.down_recv + chunks});
+  }
+  if (tr.kids > 0) iv.push_back({tr.down_send, tr.down_send + chunks});
+}
+
+std::int64_t tree_end(const ChannelPlan::Tree& t, std::int64_t chunks, int lag) {
+  return chunks == 0 ? 0 : t.up_round[t.root] + std::int64_t{t.height} * (lag + 1) + chunks;
+}
+
+Generator<Step> tree_all_reduce(ScheduleSpec spec, int rank) {
+  co_yield copy_step({Buf::input, 0, spec.count}, {Buf::output, 0, spec.count});
+  if (spec.ranks == 1) co_return;
+  const std::vector<TreeWork> work = tree_work(spec);
+  std::vector<TreeRounds> rounds;
+  std::int64_t end = 0;
+  for (const TreeWork& w : work) {
+    rounds.push_back(tree_rounds_of(*w.tree, rank, 0, spec.plan->lag));
+    end = std::max(end, tree_end(*w.tree, w.chunks, spec.plan->lag));
+  }
+  for (std::int64_t t = 0; t < end; ++t) {
+    Step s;
+    for (std::size_t k = 0; k < work.size(); ++k) {
+      const TreeWork& w = work[k];
+      if (w.chunks == 0) continue;
+      staggered_tree_ops(
+          rounds[k], t, w.chunks, w.tree->lanes, [](int v) { return v; },
+          [&](std::int64_t i) { return chunk_of(w.slice, w.seg, i); }, s.ops);
+    }
+    if (!s.ops.empty()) co_yield std::move(s);
+  }
+}
+
+// ---- nvls and nvls_tree: all_reduce ------------------------------------------
+//
+// The g ranks of a node (plan.node_of; nvls: all ranks form one node) split
+// each chunk of a slice into g shards; local rank q owns shard q. Per chunk i:
+//   rounds i + a       reduce-scatter through the switch: the peer at cyclic
+//                      distance a + 1 after q sends shard q (fan_in g - 1),
+//                      so q reduces one peer's data per round into its shard
+//   rounds B + ...     (B = g - 1) the staggered tree across nodes on shard
+//                      q among the ranks of equal local index (nvls_tree;
+//                      NCCL's double binary tree over the nodes)
+//   round B + R + d + i  all-gather: q multicasts its finished shard to the
+//                      node (fan_out g - 1)
+// (R: the node tree's root round, d: the node's depth; one node: no tree.)
+
+struct NvlsPlan {
+  std::vector<std::vector<int>> members;  // per node (dense ids): its ranks, in rank order
+  std::vector<int> node;                  // per rank: its node
+  std::vector<int> local;                 // per rank: its index in the node
+  int size = 1;                           // ranks per node
+  ChannelPlan::Tree node_tree;            // over node ids, with finish()'s rounds
+};
+
+NvlsPlan nvls_plan(const ScheduleSpec& spec, bool one_node, int which) {
+  const int p = spec.ranks;
+  const std::vector<int>& raw = spec.plan->node_of;
+  NvlsPlan np;
+  np.node.assign(static_cast<std::size_t>(p), 0);
+  np.local.assign(static_cast<std::size_t>(p), 0);
+  std::vector<int> dense_of;  // raw node id -> dense, in order of first appearance
+  std::vector<int> raw_ids;
+  for (int r = 0; r < p; ++r) {
+    int id = 0;
+    if (!one_node) {
+      const int key = raw.empty() ? r : raw[r];
+      auto it = std::find(raw_ids.begin(), raw_ids.end(), key);
+      id = static_cast<int>(it - raw_ids.begin());
+      if (it == raw_ids.end()) raw_ids.push_back(key);
+    }
+    if (id >= static_cast<int>(np.members.size())) np.members.emplace_back();
+    np.node[r] = id;
+    np.local[r] = static_cast<int>(np.members[id].size());
+    np.members[id].push_back(r);
+  }
+  np.size = static_cast<int>(np.members[0].size());
+  for (const auto& m : np.members)
+    if (static_cast<int>(m.size()) != np.size)
+      throw UsageError("nccl:nvls_tree needs the same number of ranks on every node");
+  const int nodes = static_cast<int>(np.members.size());
+  const std::vector<PipeNode> dbt = nccl_dbt_nodes(nodes, which);
+  np.node_tree.parent.assign(static_cast<std::size_t>(nodes), -1);
+  np.node_tree.child.assign(3 * static_cast<std::size_t>(nodes), -1);
+  for (int n = 0; n < nodes; ++n) {
+    np.node_tree.parent[n] = dbt[n].parent;
+    for (int k = 0; k < 2; ++k)
+      np.node_tree.child[3 * static_cast<std::size_t>(n) + k] = dbt[n].child[k];
+  }
+  ChannelPlan holder;
+  holder.lag = spec.plan->lag;
+  holder.trees.push_back(np.node_tree);
+  holder.finish(nodes);
+  np.node_tree = std::move(holder.trees[0]);
+  return np;
+}
+
+struct NvlsWork {
+  Slice slice;
+  std::int64_t seg = 1;     // chunk
+  std::int64_t chunks = 0;  // K
+  int lanes = 1;
+  int which = 0;  // node tree 0 or 1 of the double binary tree
+};
+
+// The data is split between the plan's trees (NCCL's two trees of the double
+// binary tree; channels alternate between them).
+std::vector<NvlsWork> nvls_work(const ScheduleSpec& spec, const std::vector<NvlsPlan>& plans) {
+  const ChannelPlan& plan = *spec.plan;
+  const std::vector<Slice> sl = slices(spec.count, plan.trees);
+  std::vector<NvlsWork> out;
+  for (std::size_t i = 0; i < plan.trees.size(); ++i) {
+    NvlsWork w;
+    w.slice = sl[i];
+    w.lanes = plan.trees[i].lanes;
+    w.which = static_cast<int>(i % 2);
+    const NvlsPlan& np = plans[static_cast<std::size_t>(w.which)];
+    w.seg = chunk_elems(spec, w.slice.size, np.size + 2 * np.node_tree.height, true);
+    w.chunks = w.slice.size == 0 ? 0 : (w.slice.size + w.seg - 1) / w.seg;
+    out.push_back(w);
+  }
+  return out;
+}
+
+std::vector<NvlsPlan> nvls_plans(const ScheduleSpec& spec, bool one_node) {
+  std::vector<NvlsPlan> plans;
+  plans.push_back(nvls_plan(spec, one_node, 0));
+  plans.push_back(nvls_plan(spec, one_node, 1));
+  return plans;
+}
+
+struct NvlsRank {
+  int g = 1, me = 0, node = 0, lag = 0;
+  std::int64_t base = 0;  // B = g - 1 + lag: the shard of chunk 0 is node-reduced after round B - 1
+  TreeRounds tree;        // node-level rounds, shifted by B
+  std::int64_t gather = 0;  // multicast of chunk 0 (received lag rounds later)
+  std::int64_t end = 0;     // rounds of this work item, given K
+};
+
+NvlsRank nvls_rank(const NvlsPlan& np, int rank, std::int64_t chunks, int lag) {
+  NvlsRank nr;
+  nr.g = np.size;
+  nr.me = np.local[rank];
+  nr.node = np.node[rank];
+  nr.lag = lag;
+  nr.base = nr.g - 1 + (nr.g > 1 ? lag : 0);
+  nr.tree = tree_rounds_of(np.node_tree, nr.node, nr.base, lag);
+  const std::int64_t R = np.node_tree.up_round[np.node_tree.root];
+  nr.gather = nr.base + R + std::int64_t{np.node_tree.depth[nr.node]} * (lag + 1);
+  nr.end = chunks == 0 ? 0
+                       : nr.base + R + std::int64_t{np.node_tree.height} * (lag + 1) +
+                             (nr.g > 1 ? lag : 0) + chunks;
+  return nr;
+}
+
+Generator<Step> nvls_program(ScheduleSpec spec, int rank, bool one_node) {
+  co_yield copy_step({Buf::input, 0, spec.count}, {Buf::output, 0, spec.count});
+  if (spec.ranks == 1) co_return;
+  const std::vector<NvlsPlan> plans = nvls_plans(spec, one_node);
+  const std::vector<NvlsWork> work = nvls_work(spec, plans);
+  std::vector<NvlsRank> ranks;
+  std::int64_t end = 0;
+  for (const NvlsWork& w : work) {
+    ranks.push_back(
+        nvls_rank(plans[static_cast<std::size_t>(w.which)], rank, w.chunks, spec.plan->lag));
+    end = std::max(end, ranks.back().end);
+  }
+  for (std::int64_t t = 0; t < end; ++t) {
+    Step s;
+    for (std::size_t k = 0; k < work.size(); ++k) {
+      const NvlsWork& w = work[k];
+      if (w.chunks == 0) continue;
+      const NvlsPlan& np = plans[static_cast<std::size_t>(w.which)];
+      const NvlsRank& nr = ranks[k];
+      const int g = nr.g, me = nr.me;
+      const std::vector<int>& locals = np.members[nr.node];
+      const auto shard = [&](std::int64_t i, int q) {
+        const Region c = chunk_of(w.slice, w.seg, i);
+        const Partition part{c.count, g};
+        return Region{Buf::output, c.offset + part.offset(q), part.size(q)};
+      };
+      const auto chunk_at = [&](std::int64_t first) {
+        return t >= first && t - first < w.chunks ? t - first : std::int64_t{-1};
+      };
+      const auto fan = [&](Op op, bool in) {
+        op.lanes = static_cast<std::uint16_t>(w.lanes);
+        if (g >= 3) (in ? op.fan_in : op.fan_out) = static_cast<std::uint16_t>(g - 1);
+        return op;
+      };
+      // Reduce-scatter: rank me sends shard q of chunk t - rel(me, q) to q,
+      // and receives from the peer at distance a + 1 (a = 0 .. g-2) shard me
+      // of chunk t - a; rel(j, q) = (j - q - 1) mod g.
+      for (int q = 0; q < g; ++q) {
+        if (q == me) continue;
+        if (const std::int64_t i = chunk_at(mod(me - q - 1, g)); i >= 0)
+          s.ops.push_back(fan(send_op(locals[q], shard(i, q)), true));
+      }
+      for (int a = 0; a + 1 < g; ++a) {
+        if (const std::int64_t i = chunk_at(a + nr.lag); i >= 0)
+          s.ops.push_back(
+              fan(recv_op(locals[mod(me + a + 1, g)], shard(i, me), Combine::reduce), true));
+      }
+      // The tree across nodes on this rank's shard.
+      staggered_tree_ops(
+          nr.tree, t, w.chunks, w.lanes, [&](int n) { return np.members[n][me]; },
+          [&](std::int64_t i) { return shard(i, me); }, s.ops);
+      // All-gather by multicast inside the node.
+      if (const std::int64_t i = chunk_at(nr.gather); i >= 0 && g > 1)
+        for (int q = 0; q < g; ++q)
+          if (q != me) s.ops.push_back(fan(send_op(locals[q], shard(i, me)), false));
+      if (const std::int64_t i = chunk_at(nr.gather + nr.lag); i >= 0 && g > 1)
+        for (int q = 0; q < g; ++q)
+          if (q != me) s.ops.push_back(fan(recv_op(locals[q], shard(i, q)), false));
+    }
+    if (!s.ops.empty()) co_yield std::move(s);
+  }
+}
+
+Generator<Step> nvls_all_reduce(ScheduleSpec spec, int rank) {
+  return nvls_program(std::move(spec), rank, true);
+}
+Generator<Step> nvls_tree_all_reduce(ScheduleSpec spec, int rank) {
+  return nvls_program(std::move(spec), rank, false);
+}
+
+// ---- closed forms ------------------------------------------------------------
+//
+// Default plans (one channel) reproduce the classic algorithms exactly:
+// nccl:ring is the ring (all_reduce, all_gather, reduce_scatter) or the
+// pipelined chain (broadcast, reduce); nccl:p2p is one step of concurrent
+// transfers. Steps and bytes are exact for any plan (counted per rank);
+// the tree and nvls times are NCCL-style estimates (pipelined rounds).
+
+CostEstimate ring_family_cost(const ScheduleSpec& spec, const CostParams& c) {
+  const int p = spec.ranks;
+  const ChannelPlan& plan = *spec.plan;
+  const int es = spec.elem_size;
+  if (p == 1) return {};
+  const Collective coll = spec.collective;
+  if (coll == Collective::broadcast || coll == Collective::reduce) {
+    const bool red = coll == Collective::reduce;
+    if (spec.count == 0) return {};
+    // Each channel's chain: (p + k - 2) rounds of one segment; steps and
+    // elements counted per rank from the pipelines themselves.
+    double time = 0;
+    const std::vector<Slice> sl = slices(spec.count, plan.rings);
+    for (std::size_t i = 0; i < sl.size(); ++i) {
+      if (sl[i].size == 0) continue;
+      std::int64_t seg = segment_elems(spec, p - 1, red);
+      seg = std::max(seg, (sl[i].size + kMaxChunks - 1) / kMaxChunks);
+      const std::int64_t k = (sl[i].size + seg - 1) / seg;
+      time = std::max(time, (p + k - 2) * message_time(c, es, seg, red));
+    }
+    std::int64_t steps = 0, sent = 0;
+    for (int r = 0; r < p; ++r) {
+      const std::vector<Pipeline> pipes = chain_pipes(spec, r, red);
+      const PipeStats st = pipeline_stats(pipes);
+      steps = std::max(steps, st.comm_steps);
+      sent = std::max(sent, st.elems_sent);
+    }
+    return make_cost(time, steps, sent, es);
+  }
+  // all_reduce, all_gather, reduce_scatter: per rank, sum over rings of the
+  // blocks it sends; each step set by its largest message.
+  const int steps = coll == Collective::all_reduce ? 2 * (p - 1) : p - 1;
+  std::int64_t max_sent = 0;
+  const int channels = plan.channels();
+  const Partition part{spec.count, p};
+  std::vector<std::int64_t> step_max(static_cast<std::size_t>(steps), 0);
+  for (int r = 0; r < p; ++r) {
+    std::int64_t sent = 0;
+    int first = 0;
+    const std::vector<Slice> sl = slices(spec.count, plan.rings);
+    for (std::size_t i = 0; i < plan.rings.size(); ++i) {
+      const ChannelPlan::Ring& ring = plan.rings[i];
+      const int pos = ring.position[r];
+      for (int k = 0; k < steps; ++k) {
+        std::int64_t m = 0;
+        if (coll == Collective::all_reduce) {
+          const Partition bp{sl[i].size, p};
+          m = bp.size(mod(k < p - 1 ? pos - k - 1 : pos - (k - (p - 1)), p));
+        } else {
+          const int owner = coll == Collective::all_gather ? ring.order[mod(pos - k, p)]
+                                                           : ring.order[mod(pos - 1 - k, p)];
+          m = Partition{part.size(owner), channels}.span(first, ring.lanes);
+        }
+        sent += m;
+        step_max[static_cast<std::size_t>(k)] = std::max(step_max[static_cast<std::size_t>(k)], m);
+      }
+      first += ring.lanes;
+    }
+    max_sent = std::max(max_sent, sent);
+  }
+  const bool red = coll != Collective::all_gather;
+  double time = 0;
+  for (int k = 0; k < steps; ++k) {
+    const bool reduce_step = red && (coll != Collective::all_reduce || k < p - 1);
+    time += message_time(c, es, step_max[static_cast<std::size_t>(k)], reduce_step);
+  }
+  return make_cost(time, steps, max_sent, es);
+}
+
+CostEstimate p2p_cost(const ScheduleSpec& spec, const CostParams& c) {
+  const int p = spec.ranks;
+  if (p == 1) return {};
+  const Partition part{spec.count, p};
+  const int es = spec.elem_size;
+  const std::int64_t biggest = part.size(0);
+  if (spec.collective == Collective::all_to_all)
+    return make_cost(message_time(c, es, biggest, false), 1, spec.count - part.size(p - 1), es);
+  // scatter and gather: the root sends (receives) every other block at once.
+  std::int64_t root_sent = spec.count - part.size(spec.root);
+  std::int64_t biggest_other = 0;
+  for (int r = 0; r < p; ++r)
+    if (r != spec.root) biggest_other = std::max(biggest_other, part.size(r));
+  return make_cost(message_time(c, es, biggest_other, false), 1,
+                   spec.collective == Collective::scatter ? root_sent : biggest_other, es);
+}
+
+// Counts a rank's communicating rounds (union of [start, start + len)
+// intervals) for the tree schedules.
+std::int64_t union_length(std::vector<std::pair<std::int64_t, std::int64_t>> iv) {
+  std::sort(iv.begin(), iv.end());
+  std::int64_t total = 0, end = std::numeric_limits<std::int64_t>::min();
+  for (auto [a, b] : iv) {
+    if (b <= a) continue;
+    if (a >= end) {
+      total += b - a;
+      end = b;
+    } else if (b > end) {
+      total += b - end;
+      end = b;
+    }
+  }
+  return total;
+}
+
+CostEstimate tree_cost(const ScheduleSpec& spec, const CostParams& c) {
+  const int p = spec.ranks;
+  if (p == 1) return {};
+  std::int64_t steps = 0, max_sent = 0;
+  double time = 0;
+  const std::vector<TreeWork> work = tree_work(spec);
+  const int lag = spec.plan->lag;
+  for (const TreeWork& w : work)
+    time = std::max(
+        time, tree_end(*w.tree, w.chunks, lag) * message_time(c, spec.elem_size, w.seg, true));
+  for (int r = 0; r < p; ++r) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> iv;
+    std::int64_t sent = 0;
+    for (const TreeWork& w : work) {
+      if (w.chunks == 0) continue;
+      const TreeRounds tr = tree_rounds_of(*w.tree, r, 0, lag);
+      add_tree_intervals(tr, w.chunks, iv);
+      sent += (tr.parent >= 0 ? w.slice.size : 0) + tr.kids * w.slice.size;
+    }
+    steps = std::max(steps, union_length(iv));
+    max_sent = std::max(max_sent, sent);
+  }
+  return make_cost(time, steps, max_sent, spec.elem_size);
+}
+
+CostEstimate nvls_cost_for(const ScheduleSpec& spec, const CostParams& c, bool one_node) {
+  const int p = spec.ranks;
+  if (p == 1) return {};
+  const std::vector<NvlsPlan> plans = nvls_plans(spec, one_node);
+  const std::vector<NvlsWork> work = nvls_work(spec, plans);
+  std::int64_t steps = 0, max_sent = 0;
+  double time = 0;
+  for (int r = 0; r < p; ++r) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> iv;
+    std::int64_t sent = 0;
+    for (const NvlsWork& w : work) {
+      if (w.chunks == 0) continue;
+      const NvlsPlan& np = plans[static_cast<std::size_t>(w.which)];
+      const NvlsRank nr = nvls_rank(np, r, w.chunks, spec.plan->lag);
+      const std::int64_t K = w.chunks;
+      std::int64_t mine = 0, others = 0;
+      for (std::int64_t i = 0; i < K; ++i) {
+        const std::int64_t len = std::min(w.seg, w.slice.size - i * w.seg);
+        const Partition part{len, nr.g};
+        mine += part.size(nr.me);
+        others += len - part.size(nr.me);
+      }
+      if (nr.g > 1) {
+        for (int a = 0; a + 1 < nr.g; ++a) {
+          iv.push_back({a, a + K});
+          iv.push_back({a + nr.lag, a + nr.lag + K});
+        }
+        iv.push_back({nr.gather, nr.gather + K});
+        iv.push_back({nr.gather + nr.lag, nr.gather + nr.lag + K});
+        sent += others + std::int64_t{nr.g - 1} * mine;
+      }
+      add_tree_intervals(nr.tree, K, iv);
+      sent += (nr.tree.parent >= 0 ? mine : 0) + nr.tree.kids * mine;
+      if (r == 0) time = std::max(time, nr.end * message_time(c, spec.elem_size, w.seg, false));
+    }
+    steps = std::max(steps, union_length(iv));
+    max_sent = std::max(max_sent, sent);
+  }
+  return make_cost(time, steps, max_sent, spec.elem_size);
+}
+
+// ---- registration ----------------------------------------------------------
+
+using Program = Generator<Step> (*)(ScheduleSpec, int);
+
+Generator<Step> dispatch(const ScheduleSpec& spec, int rank) {
+  const std::string& v = spec.variant;
+  switch (spec.collective) {
+    case Collective::all_reduce:
+      if (v == "ring") return ring_all_reduce(spec, rank);
+      if (v == "tree") return tree_all_reduce(spec, rank);
+      if (v == "nvls") return nvls_all_reduce(spec, rank);
+      return nvls_tree_all_reduce(spec, rank);
+    case Collective::all_gather:
+      return ring_all_gather(spec, rank);
+    case Collective::reduce_scatter:
+      return ring_reduce_scatter(spec, rank);
+    case Collective::broadcast:
+      return ring_broadcast(spec, rank);
+    case Collective::reduce:
+      return ring_reduce(spec, rank);
+    case Collective::all_to_all:
+      return p2p_all_to_all(spec, rank);
+    case Collective::scatter:
+      return p2p_scatter(spec, rank);
+    case Collective::gather:
+      return p2p_gather(spec, rank);
+    case Collective::barrier:
+      break;
+  }
+  throw UsageError("nccl has no " + std::string(to_string(spec.collective)));
+}
+
+std::int64_t scratch_of(const ScheduleSpec& spec, int rank) {
+  const std::string& v = spec.variant;
+  if (spec.collective == Collective::reduce_scatter) return spec.count;
+  if (spec.collective == Collective::reduce) return ring_reduce_scratch(spec, rank);
+  (void)v;
+  return 0;
+}
+
+CostEstimate cost_of(const ScheduleSpec& spec, const CostParams& c) {
+  const std::string& v = spec.variant;
+  switch (spec.collective) {
+    case Collective::all_to_all:
+    case Collective::scatter:
+    case Collective::gather:
+      return p2p_cost(spec, c);
+    case Collective::all_reduce:
+      if (v == "tree") return tree_cost(spec, c);
+      if (v == "nvls") return nvls_cost_for(spec, c, true);
+      if (v == "nvls_tree") return nvls_cost_for(spec, c, false);
+      return ring_family_cost(spec, c);
+    default:
+      return ring_family_cost(spec, c);
+  }
+}
+
+AlgorithmDef nccl_def(Collective c, std::vector<std::string> variants, std::string formula) {
+  AlgorithmDef d;
+  d.collective = c;
+  d.name = "nccl";
+  d.variants = std::move(variants);
+  d.cost_formula = std::move(formula);
+  d.accepts =
+      "any p; channels and rank orders from the topology (simulate), else spec.channels "
+      "default rings and trees";
+  d.program = [](const ScheduleSpec& spec, int rank) { return dispatch(spec, rank); };
+  d.scratch = scratch_of;
+  d.cost = cost_of;
+  d.prepare = prepare_nccl;
+  d.default_needs_topology = true;
+  return d;
+}
+
+}  // namespace
+
+void add_nccl(std::vector<AlgorithmDef>& defs) {
+  defs.push_back(nccl_def(
+      Collective::all_reduce, {"auto", "ring", "tree", "nvls", "nvls_tree"},
+      "auto: NCCL's choice per size on a topology. ring: per channel 2(p-1) a + 2(p-1)/p n_c b "
+      "+ (p-1)/p n_c g (one channel: the ring's form). tree, nvls, nvls_tree: pipelined rounds, "
+      "(2 H + K) (a + s b) for K chunks of s over height H (approximate, multi-port: every child "
+      "served at once)"));
+  defs.push_back(
+      nccl_def(Collective::all_gather, {"auto", "ring"},
+               "ring: per channel (p-1) a + (p-1)/p n_c b (one channel: the ring's form)"));
+  defs.push_back(nccl_def(Collective::reduce_scatter, {"auto", "ring"},
+                          "ring: per channel (p-1) a + (p-1)/p n_c (b + g) (one channel: the "
+                          "ring's form)"));
+  defs.push_back(nccl_def(Collective::broadcast, {"auto", "ring"},
+                          "ring: per channel a chain along the ring, (p+k-2)(a + n/k b) (exact "
+                          "when segment divides n)"));
+  defs.push_back(nccl_def(Collective::reduce, {"auto", "ring"},
+                          "ring: per channel a chain along the ring, (p+k-2)(a + n/k (b+g)) "
+                          "(exact when segment divides n)"));
+  for (Collective c : {Collective::all_to_all, Collective::scatter, Collective::gather})
+    defs.push_back(
+        nccl_def(c, {"auto", "p2p"},
+                 "p2p: every transfer in one step, a + (largest block) b (multi-port: on a shared "
+                 "link the transfers share it)"));
+}
+
+}  // namespace collkit

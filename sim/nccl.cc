@@ -1,0 +1,272 @@
+#include "sim/nccl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "core/error.h"
+
+namespace collkit {
+namespace {
+
+// NCCL 2.26's cost model constants (src/graph/tuning.cc at v2.26.2-1; the
+// table in docs/NCCL.md). Index: LL, LL128, Simple.
+constexpr double kRingBase[3] = {6.6, 14.0, 8.4};
+constexpr double kTreeBase[3] = {6.8, 14.0, 8.4};
+constexpr double kRingNvlink[3] = {0.6, 1.9, 3.4};
+constexpr double kRingPci[3] = {1.0, 2.5, 5.7};
+constexpr double kRingNet[3] = {2.7, 4.0, 14.0};
+constexpr double kTreeNvlink[3] = {0.6, 1.25, 4.0};
+constexpr double kTreePci[3] = {1.0, 1.9, 4.0};
+constexpr double kTreeNet[3] = {5.0, 8.5, 14.0};
+constexpr double kNvlsIntra = 25.0;
+constexpr double kNvlsNet = 18.0;
+constexpr double kNvlsTreeNet = 14.0;
+// Ring LL bandwidth cap (llMaxBw), GB/s: one node H100 / A100; more nodes
+// (Intel hosts) 2 nodes / more.
+constexpr double kLlMaxBwH100 = 141.0, kLlMaxBwA100 = 87.7, kLlMaxBw2 = 39.0, kLlMaxBwN = 20.4;
+// Ring LL128 per-channel cap, GB/s.
+constexpr double kRingLl128PerChH100 = 36.7, kRingLl128PerChA100 = 20.0;
+// Tree per-channel cap on H100 for 1, 2 and more nodes, GB/s.
+constexpr double kTreePerCh[3] = {38.7, 41.4, 36.0};
+// Tree bandwidth correction for mid sizes, by log2(bytes / 64), 64 B .. 128 MiB
+// (treeCorrectionFactor).
+constexpr double kTreeCorrection[3][22] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .5, .5, .6, .6, .7, .8, .9}};
+// Channel tuning (src/enqueue.cc topoGetAlgoInfo): threads per channel and
+// bytes per thread before another channel is used; 16 KiB of traffic per
+// channel at least (scheduleCollTasksToPlan).
+constexpr int kMaxThreads[3] = {512, 640, 512};
+constexpr int kThreadThreshold[3] = {8, 8, 64};
+constexpr double kMinTrafficPerChannel = 16384;
+constexpr int kNvlsChannels = 16;
+// Point-to-point: LL up to this many bytes per peer (NCCL_P2P_LL_THRESHOLD).
+constexpr double kP2pLlThreshold = 16384;
+
+int log2i(double x) {
+  int l = 0;
+  while (x >= 2) {
+    x /= 2;
+    ++l;
+  }
+  return l;
+}
+
+bool nvls_supported(DataType t, RedOp op) {
+  if (t == DataType::int8 || t == DataType::uint8) return false;
+  if (op == RedOp::sum) return true;
+  if (op == RedOp::min || op == RedOp::max) return t != DataType::float32 && t != DataType::float64;
+  return false;
+}
+
+}  // namespace
+
+bool is_nccl_algorithm(const std::string& name) {
+  return name == "nccl" || name.rfind("nccl:", 0) == 0;
+}
+
+bool nccl_applies(const NcclContext& ctx, Collective c, const std::string& algorithm, DataType type,
+                  RedOp op) {
+  if (!is_nccl_algorithm(algorithm)) return false;
+  const std::size_t colon = algorithm.find(':');
+  std::string variant = colon == std::string::npos ? std::string() : algorithm.substr(colon + 1);
+  if (variant == "auto") variant.clear();
+  for (const char* v : {"ring", "tree", "nvls", "nvls_tree", "p2p"}) {
+    if (!variant.empty() && variant != v) continue;
+    for (Protocol pr : kAllProtocols)
+      for (std::int64_t bytes : {std::int64_t{1024}, std::int64_t{1} << 24})
+        if (nccl_model_time(ctx, c, v, pr, bytes, type, op) >= 0) return true;
+  }
+  return false;
+}
+
+NcclContext nccl_context(const Topology& topology, int ranks) {
+  NcclContext ctx;
+  ctx.ranks = ranks;
+  ctx.search = search_channels(topology, ranks);
+  ctx.nodes = ctx.search.nodes;
+  ctx.ranks_per_node = std::max(1, ctx.search.ranks_per_node);
+  ctx.runtime_channels = ctx.search.runtime_channels;
+  const NcclGraphInfo& g = topology.nccl;
+  // NCCL's graphs: declared in the file, else what the search found.
+  ctx.ring_channels =
+      g.ring_channels > 0 && ctx.nodes == 1 ? g.ring_channels : ctx.search.graph_channels;
+  ctx.ring_bw = (g.ring_bw > 0 && ctx.nodes == 1 ? g.ring_bw : ctx.search.channel_bw) / 1e9;
+  ctx.tree_channels = g.tree_channels > 0 && ctx.nodes == 1 ? g.tree_channels : ctx.ring_channels;
+  ctx.tree_bw = (g.tree_bw > 0 && ctx.nodes == 1 ? g.tree_bw / 1e9 : ctx.ring_bw);
+  // NVLS needs a switch inside the node that multicasts and reduces.
+  if (g.nvls_heads > 0) {
+    ctx.nvls_heads = g.nvls_heads;
+    ctx.nvls_bw = g.nvls_bw / 1e9;
+  } else if (ranks > 1 && ctx.ranks_per_node > 1) {
+    std::vector<LinkId> r;
+    topology.route(0, 1, r);
+    for (LinkId id : r) {
+      double bw = 0;
+      if (topology.in_network_side(id, bw) == 1) {
+        ctx.nvls_heads = ctx.ranks_per_node;
+        ctx.nvls_bw = bw / 1e9 / ctx.ranks_per_node;
+      }
+    }
+  }
+  ctx.sm80 = g.sm80;
+  return ctx;
+}
+
+double nccl_model_time(const NcclContext& ctx, Collective c, const std::string& variant,
+                       Protocol protocol, std::int64_t bytes_in, DataType type, RedOp op) {
+  const int p = protocol_index(protocol);
+  if (p < 0) return -1;
+  const int n = ctx.ranks;
+  const int nodes = ctx.nodes;
+  const double ppn = static_cast<double>(n) / nodes;
+  const double bytes = static_cast<double>(bytes_in);
+  if (n == 1) return variant == "ring" && protocol == Protocol::simple ? 0.0 : -1.0;
+  const bool ar = c == Collective::all_reduce;
+  if (variant == "p2p") {
+    if (c != Collective::all_to_all && c != Collective::scatter && c != Collective::gather)
+      return -1;
+    // Not NCCL's model (it has none for p2p): LL for small messages, else Simple.
+    const double per_peer = bytes / n;
+    const bool ll = per_peer <= kP2pLlThreshold;
+    if ((protocol == Protocol::ll) != ll || protocol == Protocol::ll128) return -1;
+    return 0;
+  }
+  if (c == Collective::all_to_all || c == Collective::scatter || c == Collective::gather ||
+      c == Collective::barrier)
+    return -1;
+  double bus = 0, lat = 0, alg = 0;
+  const double* intra_ring = ctx.nvlink ? kRingNvlink : kRingPci;
+  const double* intra_tree = ctx.nvlink ? kTreeNvlink : kTreePci;
+  if (variant == "ring") {
+    const int nsteps = ar ? 2 * (n - 1)
+                       : c == Collective::all_gather || c == Collective::reduce_scatter ? n - 1
+                                                                                        : n;
+    const int inter_steps = ar ? 2 * (nodes - 1)
+                            : c == Collective::all_gather || c == Collective::reduce_scatter
+                                ? nodes - 1
+                                : nodes;
+    bus = ctx.ring_channels * ctx.ring_bw;
+    if (protocol == Protocol::ll) {
+      const double cap = nodes == 1 ? (ctx.sm80 ? kLlMaxBwA100 : kLlMaxBwH100)
+                                    : (nodes == 2 ? kLlMaxBw2 : kLlMaxBwN);
+      bus = std::min(cap, 0.5 * bus);
+    } else if (protocol == Protocol::ll128) {
+      bus = std::min(0.92 * bus,
+                     ctx.ring_channels * (ctx.sm80 ? kRingLl128PerChA100 : kRingLl128PerChH100));
+    }
+    alg = bus * n / nsteps;
+    double intra = intra_ring[p];
+    // Across nodes a per-step host overhead (1 us, x3 for Simple) is a floor.
+    if (nodes > 1) intra = std::max(intra, protocol == Protocol::simple ? 3.0 : 1.0);
+    lat = kRingBase[p] + (nsteps - inter_steps) * intra + inter_steps * kRingNet[p];
+    if (ar && nodes > 1 && protocol == Protocol::simple && bytes >= n / 16.0 * 65536) lat *= 1.4;
+  } else if (variant == "tree") {
+    if (!ar) return -1;
+    bus = ctx.tree_channels * ctx.tree_bw;
+    const double per_ch = kTreePerCh[nodes == 1 ? 0 : nodes == 2 ? 1 : 2];
+    bus = std::min(0.92 * bus, ctx.tree_channels * per_ch);
+    if (protocol == Protocol::ll) bus /= 3.8;
+    if (protocol == Protocol::ll128) bus *= nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
+    alg = 0.5 * bus;
+    const int log_size = log2i(bytes / 64);
+    if (log_size < 22) alg *= kTreeCorrection[p][std::max(0, log_size)];
+    lat = kTreeBase[p] + 2 * ((ppn - 1) * intra_tree[p] + log2i(nodes) * kTreeNet[p]);
+  } else if (variant == "nvls" || variant == "nvls_tree") {
+    if (!ar || ctx.nvls_heads == 0 || protocol != Protocol::simple || !nvls_supported(type, op))
+      return -1;
+    if ((variant == "nvls") != (nodes == 1)) return -1;
+    bus = ctx.nvls_heads * ctx.nvls_bw;
+    alg = bus * 5.0 / 6.0;
+    if (variant == "nvls") {
+      lat = kNvlsIntra;
+    } else {
+      // NVLS inside, a tree across: no faster than the tree's own bandwidth.
+      alg = std::min(alg, 0.5 * std::min(0.92 * ctx.tree_channels * ctx.tree_bw,
+                                         ctx.tree_channels * kTreePerCh[nodes == 2 ? 1 : 2]));
+      lat = kNvlsIntra + 2 * log2i(nodes) * kNvlsTreeNet;
+    }
+    (void)kNvlsNet;
+  } else {
+    return -1;
+  }
+  if (!(alg > 0)) return -1;
+  return lat + bytes / (1000.0 * alg);
+}
+
+NcclChoice nccl_choose(const NcclContext& ctx, Collective c, std::int64_t bytes, DataType type,
+                       RedOp op, const std::string& variant) {
+  const std::vector<std::string> all = {"ring", "tree", "nvls", "nvls_tree", "p2p"};
+  NcclChoice best;
+  double best_t = -1;
+  for (const std::string& v : all) {
+    if (!variant.empty() && v != variant) continue;
+    for (Protocol pr : kAllProtocols) {
+      const double t = nccl_model_time(ctx, c, v, pr, bytes, type, op);
+      if (t < 0) continue;
+      if (best_t < 0 || t < best_t) {
+        best_t = t;
+        best.variant = v;
+        best.protocol = pr;
+      }
+    }
+  }
+  if (best_t < 0)
+    throw UsageError("nccl" + (variant.empty() ? std::string() : ":" + variant) + ": NCCL has no " +
+                     (variant.empty() ? std::string("algorithm") : variant) + " for " +
+                     std::string(to_string(c)) + " with " + std::string(to_string(type)) + " " +
+                     std::string(to_string(op)) + " on this topology (" +
+                     std::to_string(ctx.ranks) + " ranks, " + std::to_string(ctx.nodes) +
+                     " node(s)" + (ctx.nvls_heads == 0 ? ", no NVLS switch" : "") + ")");
+  best.model_us = best_t;
+  // Channels (enqueue.cc): NVLS a fixed count; ring and tree fewer for small
+  // sizes, and never more than 16 KiB of traffic per channel allows.
+  const int pi = protocol_index(best.protocol);
+  int nc = ctx.runtime_channels;
+  if (best.variant == "nvls" || best.variant == "nvls_tree") {
+    nc = std::min(nc, kNvlsChannels);
+  } else if (best.variant != "p2p") {
+    const double threshold =
+        kThreadThreshold[pi] *
+        (best.variant == "ring" && best.protocol == Protocol::ll ? ctx.ranks : 1);
+    while (static_cast<double>(bytes) < nc * kMaxThreads[pi] * threshold && nc >= 2) --nc;
+    double traffic = static_cast<double>(bytes) * (c == Collective::all_reduce ? 2 : 1);
+    if (best.protocol == Protocol::ll) traffic *= 4;
+    nc = std::max(1, std::min(nc, static_cast<int>(std::ceil(traffic / kMinTrafficPerChannel))));
+  }
+  best.channels = nc;
+  return best;
+}
+
+ScheduleSpec nccl_schedule_spec(ScheduleSpec base, const NcclContext& ctx, const NcclChoice& choice,
+                                const Topology& topology) {
+  base.algorithm = "nccl";
+  base.variant = choice.variant;
+  base.protocol = choice.protocol;
+  ChannelPlan plan = first_channels(ctx.search.plan, choice.channels);
+  // GPU endpoints send eagerly into their peers' FIFOs: a pipelined schedule
+  // receives each chunk a round after it was sent, so one chunk's latency
+  // overlaps the next chunk's transfer (docs/NCCL.md, "Pipelines").
+  bool eager = ctx.ranks > 0;
+  for (int r = 0; r < ctx.ranks; ++r) eager = eager && topology.endpoint(r).pipelined;
+  if (eager) {
+    plan.lag = 1;
+    plan.finish(ctx.ranks);
+  }
+  base.plan = std::make_shared<ChannelPlan>(std::move(plan));
+  base.channels = choice.channels;
+  const double chunk = topology.protocol(choice.protocol).chunk_bytes;
+  if (base.segment == 0 && chunk > 0)
+    base.segment = std::max<std::int64_t>(1, static_cast<std::int64_t>(chunk) / base.elem_size);
+  return base;
+}
+
+std::string describe(const NcclChoice& choice) {
+  return choice.variant + "/" + std::string(to_string(choice.protocol)) + "/" +
+         std::to_string(choice.channels) + "ch";
+}
+
+}  // namespace collkit

@@ -1,0 +1,287 @@
+#include "topologies/channels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <string>
+
+#include "core/error.h"
+#include "core/nccl_tree.h"
+
+namespace collkit {
+namespace {
+
+// NCCL's per-channel bandwidth candidates for one node on sm90
+// (src/graph/search.cc, sm90SpeedArrayIntra), GB/s.
+constexpr double kSpeedsIntra[] = {60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0};
+constexpr int kMaxGraphChannels = 16;    // MAXCHANNELS / 2
+constexpr int kMaxRuntimeChannels = 32;  // MAXCHANNELS
+
+double route_latency(const Topology& t, int a, int b) {
+  std::vector<LinkId> r;
+  t.route(a, b, r);
+  double lat = 0;
+  for (LinkId id : r) lat += t.link(id).latency;
+  return lat;
+}
+
+double route_bandwidth(const Topology& t, int a, int b) {
+  std::vector<LinkId> r;
+  t.route(a, b, r);
+  double bw = 0;
+  for (LinkId id : r) bw = bw == 0 ? t.link(id).bandwidth : std::min(bw, t.link(id).bandwidth);
+  return bw;
+}
+
+// A path through every member of a node from `first` to `last` along the
+// node's nearest pairs (those at the smallest route latency): any order on a
+// switch, the fabric's own order on a ring or mesh. Depth-first search; when
+// none exists (or the node is large) the members in cyclic order.
+std::vector<int> node_path(const Topology& t, const std::vector<int>& m, int first, int last) {
+  const int d = static_cast<int>(m.size());
+  const auto cyclic = [&] {
+    std::vector<int> out{first};
+    const int at = static_cast<int>(std::find(m.begin(), m.end(), first) - m.begin());
+    for (int k = 1; k < d; ++k) {
+      const int v = m[(at + k) % d];
+      if (v != last) out.push_back(v);
+    }
+    if (last != first) out.push_back(last);
+    return out;
+  };
+  if (d <= 2) return cyclic();
+  // Nearest pairs.
+  std::vector<std::vector<double>> lat(d, std::vector<double>(d, 0));
+  double best = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < d; ++i)
+    for (int j = 0; j < d; ++j)
+      if (i != j) {
+        lat[i][j] = route_latency(t, m[i], m[j]);
+        best = std::min(best, lat[i][j]);
+      }
+  bool all_near = true;
+  for (int i = 0; i < d; ++i)
+    for (int j = 0; j < d; ++j)
+      if (i != j && lat[i][j] > best * (1 + 1e-9)) all_near = false;
+  if (all_near || d > 16) return cyclic();
+  const int fi = static_cast<int>(std::find(m.begin(), m.end(), first) - m.begin());
+  const int li = static_cast<int>(std::find(m.begin(), m.end(), last) - m.begin());
+  std::vector<int> path{fi};
+  std::vector<bool> used(d, false);
+  used[fi] = true;
+  long budget = 200000;  // search steps before falling back
+  std::function<bool()> dfs = [&]() -> bool {
+    if (--budget < 0) return false;
+    if (static_cast<int>(path.size()) == d) return path.back() == li;
+    const int at = path.back();
+    for (int k = 1; k < d; ++k) {
+      const int v = (at + k) % d;
+      if (used[v] || lat[at][v] > best * (1 + 1e-9)) continue;
+      if (v == li && static_cast<int>(path.size()) != d - 1) continue;
+      used[v] = true;
+      path.push_back(v);
+      if (dfs()) return true;
+      path.pop_back();
+      used[v] = false;
+    }
+    return false;
+  };
+  if (!dfs()) return cyclic();
+  std::vector<int> out;
+  for (int i : path) out.push_back(m[i]);
+  return out;
+}
+
+ChannelPlan::Tree empty_tree(int p) {
+  ChannelPlan::Tree t;
+  t.parent.assign(static_cast<std::size_t>(p), -1);
+  t.child.assign(3 * static_cast<std::size_t>(p), -1);
+  return t;
+}
+
+void add_child(ChannelPlan::Tree& t, int parent, int child) {
+  t.parent[child] = parent;
+  for (int k = 0; k < 3; ++k) {
+    int& slot = t.child[3 * static_cast<std::size_t>(parent) + k];
+    if (slot < 0) {
+      slot = child;
+      return;
+    }
+  }
+  throw Error("channel search: rank " + std::to_string(parent) + " given a fourth child");
+}
+
+}  // namespace
+
+ChannelSearch search_channels(const Topology& topology, int ranks) {
+  const int p = ranks;
+  ChannelSearch out;
+  ChannelPlan& plan = out.plan;
+  // Nodes: dense ids in order of first appearance; no node structure = every
+  // rank a node of its own.
+  std::vector<std::vector<int>> members;
+  std::map<int, int> dense;
+  plan.node_of.assign(static_cast<std::size_t>(p), 0);
+  for (int r = 0; r < p; ++r) {
+    const int key = topology.has_nodes() ? topology.node_of(r) : r;
+    auto [it, added] = dense.try_emplace(key, static_cast<int>(members.size()));
+    if (added) members.emplace_back();
+    members[it->second].push_back(r);
+    plan.node_of[r] = it->second;
+  }
+  const int n = static_cast<int>(members.size());
+  out.nodes = n;
+  const int d = static_cast<int>(members[0].size());
+  bool uniform = true;
+  for (const auto& m : members) uniform = uniform && static_cast<int>(m.size()) == d;
+  out.ranks_per_node = uniform ? d : 0;
+
+  // Ways out of a node: the first link of each device's route to the device
+  // of equal local index on the next node (a NIC's send side).
+  std::vector<std::vector<int>> nic_groups;  // local indices per NIC of node 0
+  if (n > 1 && uniform) {
+    std::map<LinkId, int> by_link;
+    std::vector<LinkId> r;
+    for (int j = 0; j < d; ++j) {
+      topology.route(members[0][j], members[1][j], r);
+      auto [it, added] = by_link.try_emplace(r.front(), static_cast<int>(nic_groups.size()));
+      if (added) nic_groups.emplace_back();
+      nic_groups[it->second].push_back(j);
+    }
+    out.nics_per_node = static_cast<int>(nic_groups.size());
+  }
+
+  // Graph channels and their bandwidth.
+  int graph = 1;
+  if (n > 1 && uniform) {
+    graph = std::min(kMaxGraphChannels, static_cast<int>(nic_groups.size()));
+    out.channel_bw =
+        route_bandwidth(topology, members[0][nic_groups[0][0]], members[1][nic_groups[0][0]]);
+  } else if (topology.nccl.ring_channels > 0) {
+    graph = std::min(kMaxGraphChannels, topology.nccl.ring_channels);
+    out.channel_bw = topology.nccl.ring_bw;
+  } else if (p > 1) {
+    // NCCL's speed search, first found: the fastest per-channel speed, and
+    // as many channels at it as the device's bandwidth holds.
+    const double bw = route_bandwidth(topology, 0, 1) / 1e9;
+    double best_total = 0;
+    for (double s : kSpeedsIntra) {
+      const int c = std::min(kMaxGraphChannels, static_cast<int>(std::floor(bw / s + 1e-9)));
+      if (c >= 1 && c * s > best_total + 1e-9) {
+        best_total = c * s;
+        graph = c;
+        out.channel_bw = s * 1e9;
+      }
+    }
+  }
+  if (n > 1 && topology.nccl.ring_channels > 0 && topology.nccl.ring_channels < graph)
+    graph = topology.nccl.ring_channels;
+  out.graph_channels = graph;
+  int runtime = topology.nccl.runtime_channels > 0 ? topology.nccl.runtime_channels
+                                                   : std::min(kMaxRuntimeChannels, 2 * graph);
+  runtime = std::max(runtime, graph);
+  out.runtime_channels = runtime;
+
+  // Rings.
+  for (int c = 0; c < graph; ++c) {
+    ChannelPlan::Ring ring;
+    ring.lanes = runtime / graph + (c < runtime % graph ? 1 : 0);
+    if (!uniform) {
+      for (int r = 0; r < p; ++r) ring.order.push_back(r);
+    } else if (n == 1) {
+      // One node: rotations of one path, so channels start at different devices.
+      const std::vector<int>& m = members[0];
+      const int first = m[c % d];
+      const int last = m[(c + d - 1) % d];
+      ring.order = node_path(topology, m, first, last);
+    } else {
+      // Channel c enters even nodes at rail a and leaves at rail b; odd
+      // nodes the other way, so every inter-node hop stays on one rail.
+      const int nics = static_cast<int>(nic_groups.size());
+      const int a = nic_groups[c % nics][0];
+      int b = nic_groups[(c + 1) % nics][0];
+      if (b == a) b = nic_groups[c % nics].size() > 1 ? nic_groups[c % nics][1] : (a + d - 1) % d;
+      for (int node = 0; node < n; ++node) {
+        const std::vector<int>& m = members[node];
+        const bool even = node % 2 == 0;
+        const std::vector<int> path =
+            d == 1 ? std::vector<int>{m[0]}
+                   : node_path(topology, m, m[even ? a : b], m[even ? b : a]);
+        ring.order.insert(ring.order.end(), path.begin(), path.end());
+      }
+    }
+    plan.rings.push_back(std::move(ring));
+  }
+
+  // Trees: per channel a chain through each node from its head (the device
+  // on the channel's NIC), and NCCL's double binary tree between the heads
+  // (tree c mod 2).
+  for (int c = 0; c < graph; ++c) {
+    ChannelPlan::Tree t = empty_tree(p);
+    t.lanes = runtime / graph + (c < runtime % graph ? 1 : 0);
+    if (!uniform) {
+      for (int r = 0; r < p; ++r) {
+        const TreeLinks l = nccl_dbt_links(p, c % 2, r);
+        t.parent[r] = l.parent;
+        t.child[3 * static_cast<std::size_t>(r)] = l.child[0];
+        t.child[3 * static_cast<std::size_t>(r) + 1] = l.child[1];
+      }
+    } else {
+      const int head_local = nic_groups.empty() ? c % d : nic_groups[c % nic_groups.size()][0];
+      std::vector<int> heads(static_cast<std::size_t>(n));
+      for (int node = 0; node < n; ++node) {
+        const std::vector<int>& m = members[node];
+        const int head = m[head_local];
+        heads[node] = head;
+        if (d > 1) {
+          const std::vector<int> chain =
+              node_path(topology, m, head,
+                        m[(head_local + d - 1) % d] == head ? m[(head_local + 1) % d]
+                                                            : m[(head_local + d - 1) % d]);
+          for (std::size_t k = 1; k < chain.size(); ++k) add_child(t, chain[k - 1], chain[k]);
+        }
+      }
+      // Node tree: children first listed get the chain second, so the head
+      // serves its chain and its child nodes.
+      for (int node = 0; node < n; ++node) {
+        for (int k : nccl_dbt_links(n, c % 2, node).child)
+          if (k >= 0) add_child(t, heads[node], heads[k]);
+      }
+    }
+    plan.trees.push_back(std::move(t));
+  }
+  plan.finish(p);
+  return out;
+}
+
+ChannelPlan first_channels(const ChannelPlan& plan, int channels) {
+  if (channels < 1) throw UsageError("channel count must be >= 1");
+  ChannelPlan out = plan;
+  const auto keep = [&](auto& units) {
+    const int g = static_cast<int>(units.size());
+    if (g == 0) return;
+    std::vector<int> lanes(static_cast<std::size_t>(g), 0);
+    int total = 0;
+    for (const auto& u : units) total += u.lanes;
+    const int use = std::min(channels, total);
+    for (int c = 0; c < use; ++c) ++lanes[c % g];
+    std::vector<typename std::decay_t<decltype(units)>::value_type> kept;
+    for (int i = 0; i < g; ++i)
+      if (lanes[i] > 0) {
+        kept.push_back(units[i]);
+        kept.back().lanes = lanes[i];
+      }
+    units = std::move(kept);
+  };
+  keep(out.rings);
+  keep(out.trees);
+  out.finish(static_cast<int>(
+      plan.node_of.empty()
+          ? (plan.rings.empty() ? plan.trees[0].parent.size() : plan.rings[0].order.size())
+          : plan.node_of.size()));
+  return out;
+}
+
+}  // namespace collkit
