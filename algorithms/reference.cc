@@ -93,6 +93,12 @@ std::string spec_str(const ScheduleSpec& s) {
   return out;
 }
 
+// " [origin]" of an element, for schedules that translate (Schedule::describe_element).
+std::string element_origin(const Schedule& s, int rank, Buf buf, std::int64_t index) {
+  const std::string o = s.describe_element(rank, buf, index);
+  return o.empty() ? std::string() : " [" + o + "]";
+}
+
 bool overlaps(const Region& a, const Region& b) {
   return a.buf == b.buf && a.count > 0 && b.count > 0 && a.offset < b.offset + b.count &&
          b.offset < a.offset + a.count;
@@ -295,7 +301,7 @@ struct NoData {
   void setup(const ScheduleSpec&, const std::vector<BufferSizes>&) {}
   std::string transfer(int, const Region&, int, const Region&, Combine) { return {}; }
   std::string local(int, const Op&) { return {}; }
-  void check_result(const ScheduleSpec&) {}
+  void check_result(const Schedule&) {}
 };
 
 // Deterministic test values: small non-zero integers (sum/min/max) or +-1
@@ -390,7 +396,8 @@ class NumericData {
     return {};
   }
 
-  void check_result(const ScheduleSpec& spec) {
+  void check_result(const Schedule& schedule) {
+    const ScheduleSpec& spec = schedule.spec();
     const int p = spec.ranks;
     // The reduction over all ranks, computed once: O(p n), not O(p^2 n). It is
     // recomputed from the seed because a schedule may overwrite its input.
@@ -422,8 +429,9 @@ class NumericData {
           if (got == want) continue;
           if (wrong++ == 0)
             first = "rank " + std::to_string(r) + " output[" +
-                    std::to_string(piece.out_offset + k) + "]: expected " + value_str(want) +
-                    ", got " + value_str(got);
+                    std::to_string(piece.out_offset + k) + "]" +
+                    element_origin(schedule, r, Buf::output, piece.out_offset + k) + ": expected " +
+                    value_str(want) + ", got " + value_str(got);
         }
       }
     }
@@ -476,7 +484,8 @@ class SymbolicData {
     return apply(rank, op.src, rank, op.dst, op.kind == OpKind::reduce);
   }
 
-  void check_result(const ScheduleSpec& spec) {
+  void check_result(const Schedule& schedule) {
+    const ScheduleSpec& spec = schedule.spec();
     std::int64_t wrong = 0;
     std::string first;
     for (int r = 0; r < p_; ++r) {
@@ -496,8 +505,9 @@ class SymbolicData {
                                                std::to_string(p_) + " ranks"
                                          : "{(rank " + std::to_string(piece.src_rank) + ", index " +
                                                std::to_string(want_index) + ")}";
-            first = "rank " + std::to_string(r) + " output[" + std::to_string(e) + "]: expected " +
-                    want + ", got " + describe(out.index[e], bits);
+            first = "rank " + std::to_string(r) + " output[" + std::to_string(e) + "]" +
+                    element_origin(schedule, r, Buf::output, e) + ": expected " + want + ", got " +
+                    describe(out.index[e], bits);
           }
         }
       }
@@ -704,7 +714,7 @@ class Engine {
 
     check_outputs_written();
     if (track_causality_) check_causality();
-    data_.check_result(spec_);
+    data_.check_result(schedule_);
 
     ExecutionStats stats;
     stats.barrier_causality_checked = track_causality_;
@@ -740,8 +750,10 @@ class Engine {
   };
 
   std::string where(int rank, std::int64_t step, int op_index, const Op& op) const {
+    const std::string origin = schedule_.describe_op(rank, step, op_index);
     return spec_str(spec_) + ": rank " + std::to_string(rank) + ", step " + std::to_string(step) +
-           ", op " + std::to_string(op_index) + " (" + op_str(op) + ")";
+           ", op " + std::to_string(op_index) + " (" + op_str(op) + ")" +
+           (origin.empty() ? "" : " [" + origin + "]");
   }
 
   [[noreturn]] void fail(int rank, int op_index, const std::string& what) const {
@@ -1010,8 +1022,10 @@ class Engine {
         if ((op.kind != OpKind::send && op.kind != OpKind::recv) || st.matched[j]) continue;
         const bool peer_done = ranks_[static_cast<std::size_t>(op.peer)].done;
         unmatched |= peer_done;
+        const std::string origin = schedule_.describe_op(r, st.step_index, static_cast<int>(j));
         pending += std::string(pending.empty() ? "" : "; ") + "op " + std::to_string(j) + " " +
-                   op_str(op) + (peer_done ? " [peer finished all its steps]" : "");
+                   op_str(op) + (origin.empty() ? "" : " [" + origin + "]") +
+                   (peer_done ? " [peer finished all its steps]" : "");
       }
       if (listed++ < kMaxReportedRanks)
         detail += "\n  rank " + std::to_string(r) + " at step " + std::to_string(st.step_index) +
@@ -1030,10 +1044,10 @@ class Engine {
       const Bitmap& bm = st.init[1];
       const std::int64_t bad = bm.first_clear(0, bm.size());
       if (bad >= 0)
-        throw ScheduleError(spec_str(spec_) + ": rank " + std::to_string(r) + " output[" +
-                            std::to_string(bad) + "] is never written (" +
-                            std::to_string(bm.count_clear(0, bm.size())) +
-                            " output elements unwritten)");
+        throw ScheduleError(
+            spec_str(spec_) + ": rank " + std::to_string(r) + " output[" + std::to_string(bad) +
+            "]" + element_origin(schedule_, r, Buf::output, bad) + " is never written (" +
+            std::to_string(bm.count_clear(0, bm.size())) + " output elements unwritten)");
     }
   }
 
