@@ -332,7 +332,7 @@ class Importer {
       R.i_extent = big - ioff;
       R.o_extent = big - ooff;
       if (a_.collective == Collective::all_gather || a_.collective == Collective::gather)
-        R.i_extent = big / (a_.collective == Collective::gather ? p_ : p_);
+        R.i_extent = big / p_;
       if (a_.collective == Collective::reduce_scatter || a_.collective == Collective::scatter)
         R.o_extent = big / p_;
       if (in_ch > 0)
