@@ -701,22 +701,21 @@ class Importer {
       // Ranks whose every ready part matches, closed under partners.
       std::vector<char> in_set(static_cast<std::size_t>(p_), 0),
           has_head(static_cast<std::size_t>(p_), 0);
-      for (std::size_t h = 0; h < hs.size(); ++h)
-        has_head[static_cast<std::size_t>(hs[h].rank)] = 1;
+      for (const Head& h : hs) has_head[static_cast<std::size_t>(h.rank)] = 1;
       for (int r = 0; r < p_; ++r)
         in_set[static_cast<std::size_t>(r)] = has_head[static_cast<std::size_t>(r)];
       for (std::size_t h = 0; h < hs.size(); ++h)
         if (!matched[h]) in_set[static_cast<std::size_t>(hs[h].rank)] = 0;
       for (bool changed = true; changed;) {
         changed = false;
-        for (std::size_t h = 0; h < hs.size(); ++h) {
-          if (!in_set[static_cast<std::size_t>(hs[h].rank)]) continue;
-          const Conn& c = conns_[static_cast<std::size_t>(hs[h].conn)];
-          const bool rendezvous = hs[h].send || c.q.empty();
+        for (const Head& h : hs) {
+          if (!in_set[static_cast<std::size_t>(h.rank)]) continue;
+          const Conn& c = conns_[static_cast<std::size_t>(h.conn)];
+          const bool rendezvous = h.send || c.q.empty();
           if (!rendezvous) continue;
-          const int partner = hs[h].send ? c.dst : c.src;
+          const int partner = h.send ? c.dst : c.src;
           if (!in_set[static_cast<std::size_t>(partner)]) {
-            in_set[static_cast<std::size_t>(hs[h].rank)] = 0;
+            in_set[static_cast<std::size_t>(h.rank)] = 0;
             changed = true;
           }
         }
