@@ -298,6 +298,8 @@ std::vector<OutputPiece> required_output(const ScheduleSpec& spec, int rank) {
 
 // check_structure: no data at all.
 struct NoData {
+  int first_bad_rank = -1;
+  std::int64_t first_bad_index = -1;
   void setup(const ScheduleSpec&, const std::vector<BufferSizes>&) {}
   std::string transfer(int, const Region&, int, const Region&, Combine) { return {}; }
   std::string local(int, const Op&) { return {}; }
@@ -359,6 +361,10 @@ std::string value_str(T v) {
 template <typename T>
 class NumericData {
  public:
+  // The first wrong output element found by check_result (rank -1: none).
+  int first_bad_rank = -1;
+  std::int64_t first_bad_index = -1;
+
   NumericData(ReduceOp op, std::uint64_t seed) : op_(op), seed_(seed) {}
 
   void setup(const ScheduleSpec&, const std::vector<BufferSizes>& sizes) {
@@ -427,7 +433,11 @@ class NumericData {
                              : static_cast<T>(test_value(key, piece.src_offset + k, op_));
           const T got = out[piece.out_offset + k];
           if (got == want) continue;
-          if (wrong++ == 0)
+          if (wrong++ == 0) {
+            first_bad_rank = r;
+            first_bad_index = piece.out_offset + k;
+          }
+          if (wrong == 1)
             first = "rank " + std::to_string(r) + " output[" +
                     std::to_string(piece.out_offset + k) + "]" +
                     element_origin(schedule, r, Buf::output, piece.out_offset + k) + ": expected " +
@@ -461,6 +471,9 @@ class NumericData {
 // one buffer per rank for most schedules.
 class SymbolicData {
  public:
+  int first_bad_rank = -1;
+  std::int64_t first_bad_index = -1;
+
   static constexpr std::int64_t kMixed = -2;
 
   void setup(const ScheduleSpec& spec, const std::vector<BufferSizes>& sizes) {
@@ -500,6 +513,8 @@ class SymbolicData {
             ok = piece.src_rank == kAllRanks ? all_ranks(bits) : only_rank(bits, piece.src_rank);
           if (ok) continue;
           if (wrong++ == 0) {
+            first_bad_rank = r;
+            first_bad_index = e;
             const std::string want = piece.src_rank == kAllRanks
                                          ? "index " + std::to_string(want_index) + " from all " +
                                                std::to_string(p_) + " ranks"
@@ -670,6 +685,8 @@ PeerGroup* find_group(std::vector<PeerGroup>& groups, int peer) {
   return it != groups.end() && it->peer == peer ? &*it : nullptr;
 }
 
+std::string last_writer(const Schedule& s, int rank, std::int64_t index);
+
 template <typename Data>
 class Engine {
  public:
@@ -714,7 +731,13 @@ class Engine {
 
     check_outputs_written();
     if (track_causality_) check_causality();
-    data_.check_result(schedule_);
+    try {
+      data_.check_result(schedule_);
+    } catch (const ScheduleError& e) {
+      if (data_.first_bad_rank < 0) throw;
+      throw ScheduleError(std::string(e.what()) +
+                          last_writer(schedule_, data_.first_bad_rank, data_.first_bad_index));
+    }
 
     ExecutionStats stats;
     stats.barrier_causality_checked = track_causality_;
@@ -726,6 +749,14 @@ class Engine {
     }
     return stats;
   }
+
+  // Records which op writes output element `index` of `rank` last (for the
+  // message about a wrong result).
+  void watch(int rank, std::int64_t index) {
+    watch_rank_ = rank;
+    watch_index_ = index;
+  }
+  const std::string& watched_writer() const { return watched_writer_; }
 
  private:
   struct RankState {
@@ -975,6 +1006,8 @@ class Engine {
       std::string problem = data_.transfer(from, send.src, to, recv.dst, recv.combine);
       if (!problem.empty()) fail(to, jr, problem);
       mark_written(b, recv.dst);
+      if (to == watch_rank_ && watched(recv.dst))
+        watched_writer_ = where(to, b.step_index, jr, recv);
       if (track_causality_) {
         std::uint64_t* dst = heard_.data() + static_cast<std::ptrdiff_t>(to) * words_;
         const std::uint64_t* src =
@@ -1005,6 +1038,8 @@ class Engine {
       std::string problem = data_.local(rank, op);
       if (!problem.empty()) fail(rank, oj, problem);
       mark_written(st, op.dst);
+      if (rank == watch_rank_ && watched(op.dst))
+        watched_writer_ = where(rank, st.step_index, oj, op);
     }
   }
 
@@ -1075,6 +1110,13 @@ class Engine {
     bool recv;
   };
 
+  bool watched(const Region& r) const {
+    return r.buf == Buf::output && r.offset <= watch_index_ && watch_index_ < r.offset + r.count;
+  }
+  int watch_rank_ = -1;
+  std::int64_t watch_index_ = -1;
+  std::string watched_writer_;
+
   const Schedule& schedule_;
   const ScheduleSpec& spec_;
   const int p_;
@@ -1088,6 +1130,21 @@ class Engine {
   int words_ = 1;
   std::vector<std::uint64_t> heard_, heard_at_post_;
 };
+
+// " (last written by rank r, step s, op o (...))": a second, data-free run
+// of the schedule that watches one output element.
+std::string last_writer(const Schedule& s, int rank, std::int64_t index) {
+  NoData none;
+  Engine<NoData> engine(s, none);
+  engine.watch(rank, index);
+  try {
+    engine.run();
+  } catch (const ScheduleError&) {
+    return {};
+  }
+  const std::string& w = engine.watched_writer();
+  return w.empty() ? std::string() : "; last written by " + w.substr(w.find(": rank ") + 2);
+}
 
 template <typename Data>
 ExecutionStats run_engine(const Schedule& s, Data& data) {

@@ -100,6 +100,11 @@ TEST(MscclImport, AWrongChunkIsCaughtWithRankAndChunk) {
     EXPECT_NE(what.find("wrong result (symbolic): rank 0 output[2] [chunk 1 of the output]"),
               std::string::npos)
         << what;
+    // The op that wrote it last, and where it comes from in the file.
+    EXPECT_NE(what.find("; last written by rank 0, step 2, op 1 (recv from 1 into output[2,+2)) "
+                        "[t.xml:7: gpu 0 tb 0 step 3 (r, receive part)]"),
+              std::string::npos)
+        << what;
   }
 }
 
