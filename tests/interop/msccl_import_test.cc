@@ -89,6 +89,31 @@ TEST(MscclImport, HandWrittenRingGivesTheRuntimesDataFlow) {
       << s->describe_op(1, 2, 1);
 }
 
+TEST(MscclImport, InPlaceReduceScatterAliasesOutputIntoInput) {
+  // In place, rank r's o chunk 0 is its i chunk r: each rank reduces the
+  // chunk it keeps where it is and sends the other one.
+  const std::string text = Xml("reducescatter", 2, 2, "LL", "inplace=\"1\" outofplace=\"0\"")
+                               .gpu(0, 2, 1, 0)
+                               .tb(0, 1, 1)
+                               .step("s", "i", 1, "i", 1)
+                               .step("rrc", "i", 0, "i", 0)
+                               .gpu(1, 2, 1, 0)
+                               .tb(0, 0, 0)
+                               .step("s", "i", 0, "i", 0)
+                               .step("rrc", "i", 1, "i", 1)
+                               .str();
+  const auto s = import_text(text, Collective::reduce_scatter, 8);
+  EXPECT_TRUE(s->stats().in_place);
+  // The one buffer lives in scratch (the output is one block): a first copy
+  // of the input into it and a last copy of the rank's block out of it.
+  const std::vector<Step> r1 = s->steps(1);
+  ASSERT_FALSE(r1.empty());
+  EXPECT_EQ(r1.front().ops.front(), copy_op(R(Buf::input, 0, 8), R(Buf::scratch, 0, 8)));
+  EXPECT_EQ(r1.back().ops.back(), copy_op(R(Buf::scratch, 4, 4), R(Buf::output, 0, 4)));
+  for (ReduceOp op : kAllReduceOps) verify_numeric(*s, DType::float64, op);
+  verify_symbolic(*s);
+}
+
 TEST(MscclImport, AWrongChunkIsCaughtWithRankAndChunk) {
   // Rank 1 reduces its chunk 0 into chunk 1: the result at chunk 1 is wrong.
   const auto s = import_text(ring2(0), Collective::all_reduce, 4);
