@@ -39,6 +39,10 @@ void add_algorithms_command(CLI::App& app) {
                     d->accepts.c_str());
       }
     }
+    // Schedules from elsewhere, for any collective they define.
+    const auto sources = schedule_sources();
+    if (!sources.empty()) std::printf("schedule sources (--algorithm PREFIX:ARGUMENT)\n");
+    for (const auto& src : sources) std::printf("  %s\n", src->description.c_str());
   });
 }
 

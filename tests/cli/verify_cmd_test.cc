@@ -90,6 +90,15 @@ TEST(VerifyCommand, BadInputIsOneLineExitTwo) {
       << r.err;
 }
 
+TEST(AlgorithmsCommand, ListsTheScheduleSources) {
+  const RunResult r = run("algorithms --collective all_reduce");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("schedule sources (--algorithm PREFIX:ARGUMENT)\n  msccl:FILE.xml  an MSCCL "
+                       "XML algorithm (docs/MSCCL.md)\n"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(ScheduleCommand, MscclXmlExportRoundTripsThroughVerify) {
   const std::string dir = ::testing::TempDir();
   const RunResult x =
