@@ -93,6 +93,12 @@ std::string spec_str(const ScheduleSpec& s) {
   return out;
 }
 
+// " [origin]" of an element, for schedules that translate (Schedule::describe_element).
+std::string element_origin(const Schedule& s, int rank, Buf buf, std::int64_t index) {
+  const std::string o = s.describe_element(rank, buf, index);
+  return o.empty() ? std::string() : " [" + o + "]";
+}
+
 bool overlaps(const Region& a, const Region& b) {
   return a.buf == b.buf && a.count > 0 && b.count > 0 && a.offset < b.offset + b.count &&
          b.offset < a.offset + a.count;
@@ -292,10 +298,12 @@ std::vector<OutputPiece> required_output(const ScheduleSpec& spec, int rank) {
 
 // check_structure: no data at all.
 struct NoData {
+  int first_bad_rank = -1;
+  std::int64_t first_bad_index = -1;
   void setup(const ScheduleSpec&, const std::vector<BufferSizes>&) {}
   std::string transfer(int, const Region&, int, const Region&, Combine) { return {}; }
   std::string local(int, const Op&) { return {}; }
-  void check_result(const ScheduleSpec&) {}
+  void check_result(const Schedule&) {}
 };
 
 // Deterministic test values: small non-zero integers (sum/min/max) or +-1
@@ -353,6 +361,10 @@ std::string value_str(T v) {
 template <typename T>
 class NumericData {
  public:
+  // The first wrong output element found by check_result (rank -1: none).
+  int first_bad_rank = -1;
+  std::int64_t first_bad_index = -1;
+
   NumericData(ReduceOp op, std::uint64_t seed) : op_(op), seed_(seed) {}
 
   void setup(const ScheduleSpec&, const std::vector<BufferSizes>& sizes) {
@@ -390,7 +402,8 @@ class NumericData {
     return {};
   }
 
-  void check_result(const ScheduleSpec& spec) {
+  void check_result(const Schedule& schedule) {
+    const ScheduleSpec& spec = schedule.spec();
     const int p = spec.ranks;
     // The reduction over all ranks, computed once: O(p n), not O(p^2 n). It is
     // recomputed from the seed because a schedule may overwrite its input.
@@ -420,10 +433,15 @@ class NumericData {
                              : static_cast<T>(test_value(key, piece.src_offset + k, op_));
           const T got = out[piece.out_offset + k];
           if (got == want) continue;
-          if (wrong++ == 0)
+          if (wrong++ == 0) {
+            first_bad_rank = r;
+            first_bad_index = piece.out_offset + k;
+          }
+          if (wrong == 1)
             first = "rank " + std::to_string(r) + " output[" +
-                    std::to_string(piece.out_offset + k) + "]: expected " + value_str(want) +
-                    ", got " + value_str(got);
+                    std::to_string(piece.out_offset + k) + "]" +
+                    element_origin(schedule, r, Buf::output, piece.out_offset + k) + ": expected " +
+                    value_str(want) + ", got " + value_str(got);
         }
       }
     }
@@ -453,6 +471,9 @@ class NumericData {
 // one buffer per rank for most schedules.
 class SymbolicData {
  public:
+  int first_bad_rank = -1;
+  std::int64_t first_bad_index = -1;
+
   static constexpr std::int64_t kMixed = -2;
 
   void setup(const ScheduleSpec& spec, const std::vector<BufferSizes>& sizes) {
@@ -476,7 +497,8 @@ class SymbolicData {
     return apply(rank, op.src, rank, op.dst, op.kind == OpKind::reduce);
   }
 
-  void check_result(const ScheduleSpec& spec) {
+  void check_result(const Schedule& schedule) {
+    const ScheduleSpec& spec = schedule.spec();
     std::int64_t wrong = 0;
     std::string first;
     for (int r = 0; r < p_; ++r) {
@@ -491,13 +513,16 @@ class SymbolicData {
             ok = piece.src_rank == kAllRanks ? all_ranks(bits) : only_rank(bits, piece.src_rank);
           if (ok) continue;
           if (wrong++ == 0) {
+            first_bad_rank = r;
+            first_bad_index = e;
             const std::string want = piece.src_rank == kAllRanks
                                          ? "index " + std::to_string(want_index) + " from all " +
                                                std::to_string(p_) + " ranks"
                                          : "{(rank " + std::to_string(piece.src_rank) + ", index " +
                                                std::to_string(want_index) + ")}";
-            first = "rank " + std::to_string(r) + " output[" + std::to_string(e) + "]: expected " +
-                    want + ", got " + describe(out.index[e], bits);
+            first = "rank " + std::to_string(r) + " output[" + std::to_string(e) + "]" +
+                    element_origin(schedule, r, Buf::output, e) + ": expected " + want + ", got " +
+                    describe(out.index[e], bits);
           }
         }
       }
@@ -660,6 +685,8 @@ PeerGroup* find_group(std::vector<PeerGroup>& groups, int peer) {
   return it != groups.end() && it->peer == peer ? &*it : nullptr;
 }
 
+std::string last_writer(const Schedule& s, int rank, std::int64_t index);
+
 template <typename Data>
 class Engine {
  public:
@@ -704,7 +731,13 @@ class Engine {
 
     check_outputs_written();
     if (track_causality_) check_causality();
-    data_.check_result(spec_);
+    try {
+      data_.check_result(schedule_);
+    } catch (const ScheduleError& e) {
+      if (data_.first_bad_rank < 0) throw;
+      throw ScheduleError(std::string(e.what()) +
+                          last_writer(schedule_, data_.first_bad_rank, data_.first_bad_index));
+    }
 
     ExecutionStats stats;
     stats.barrier_causality_checked = track_causality_;
@@ -716,6 +749,14 @@ class Engine {
     }
     return stats;
   }
+
+  // Records which op writes output element `index` of `rank` last (for the
+  // message about a wrong result).
+  void watch(int rank, std::int64_t index) {
+    watch_rank_ = rank;
+    watch_index_ = index;
+  }
+  const std::string& watched_writer() const { return watched_writer_; }
 
  private:
   struct RankState {
@@ -740,8 +781,10 @@ class Engine {
   };
 
   std::string where(int rank, std::int64_t step, int op_index, const Op& op) const {
+    const std::string origin = schedule_.describe_op(rank, step, op_index);
     return spec_str(spec_) + ": rank " + std::to_string(rank) + ", step " + std::to_string(step) +
-           ", op " + std::to_string(op_index) + " (" + op_str(op) + ")";
+           ", op " + std::to_string(op_index) + " (" + op_str(op) + ")" +
+           (origin.empty() ? "" : " [" + origin + "]");
   }
 
   [[noreturn]] void fail(int rank, int op_index, const std::string& what) const {
@@ -963,6 +1006,8 @@ class Engine {
       std::string problem = data_.transfer(from, send.src, to, recv.dst, recv.combine);
       if (!problem.empty()) fail(to, jr, problem);
       mark_written(b, recv.dst);
+      if (to == watch_rank_ && watched(recv.dst))
+        watched_writer_ = where(to, b.step_index, jr, recv);
       if (track_causality_) {
         std::uint64_t* dst = heard_.data() + static_cast<std::ptrdiff_t>(to) * words_;
         const std::uint64_t* src =
@@ -993,6 +1038,8 @@ class Engine {
       std::string problem = data_.local(rank, op);
       if (!problem.empty()) fail(rank, oj, problem);
       mark_written(st, op.dst);
+      if (rank == watch_rank_ && watched(op.dst))
+        watched_writer_ = where(rank, st.step_index, oj, op);
     }
   }
 
@@ -1010,8 +1057,10 @@ class Engine {
         if ((op.kind != OpKind::send && op.kind != OpKind::recv) || st.matched[j]) continue;
         const bool peer_done = ranks_[static_cast<std::size_t>(op.peer)].done;
         unmatched |= peer_done;
+        const std::string origin = schedule_.describe_op(r, st.step_index, static_cast<int>(j));
         pending += std::string(pending.empty() ? "" : "; ") + "op " + std::to_string(j) + " " +
-                   op_str(op) + (peer_done ? " [peer finished all its steps]" : "");
+                   op_str(op) + (origin.empty() ? "" : " [" + origin + "]") +
+                   (peer_done ? " [peer finished all its steps]" : "");
       }
       if (listed++ < kMaxReportedRanks)
         detail += "\n  rank " + std::to_string(r) + " at step " + std::to_string(st.step_index) +
@@ -1030,10 +1079,10 @@ class Engine {
       const Bitmap& bm = st.init[1];
       const std::int64_t bad = bm.first_clear(0, bm.size());
       if (bad >= 0)
-        throw ScheduleError(spec_str(spec_) + ": rank " + std::to_string(r) + " output[" +
-                            std::to_string(bad) + "] is never written (" +
-                            std::to_string(bm.count_clear(0, bm.size())) +
-                            " output elements unwritten)");
+        throw ScheduleError(
+            spec_str(spec_) + ": rank " + std::to_string(r) + " output[" + std::to_string(bad) +
+            "]" + element_origin(schedule_, r, Buf::output, bad) + " is never written (" +
+            std::to_string(bm.count_clear(0, bm.size())) + " output elements unwritten)");
     }
   }
 
@@ -1061,6 +1110,13 @@ class Engine {
     bool recv;
   };
 
+  bool watched(const Region& r) const {
+    return r.buf == Buf::output && r.offset <= watch_index_ && watch_index_ < r.offset + r.count;
+  }
+  int watch_rank_ = -1;
+  std::int64_t watch_index_ = -1;
+  std::string watched_writer_;
+
   const Schedule& schedule_;
   const ScheduleSpec& spec_;
   const int p_;
@@ -1074,6 +1130,21 @@ class Engine {
   int words_ = 1;
   std::vector<std::uint64_t> heard_, heard_at_post_;
 };
+
+// " (last written by rank r, step s, op o (...))": a second, data-free run
+// of the schedule that watches one output element.
+std::string last_writer(const Schedule& s, int rank, std::int64_t index) {
+  NoData none;
+  Engine<NoData> engine(s, none);
+  engine.watch(rank, index);
+  try {
+    engine.run();
+  } catch (const ScheduleError&) {
+    return {};
+  }
+  const std::string& w = engine.watched_writer();
+  return w.empty() ? std::string() : "; last written by " + w.substr(w.find(": rank ") + 2);
+}
 
 template <typename Data>
 ExecutionStats run_engine(const Schedule& s, Data& data) {

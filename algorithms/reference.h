@@ -3,7 +3,10 @@
 // naive reference. It also rejects malformed schedules (unmatched or mis-sized
 // send/recv pairs, deadlock, out-of-bounds regions, reads of never-written
 // output or scratch, hazards inside a step). Every failure throws ScheduleError
-// with a message naming the rank, step, op and region.
+// with a message naming the rank, step, op and region (and, for a wrong
+// result, the first wrong output element and the op that wrote it last,
+// found by a second run without data); a schedule that translates its ops
+// (Schedule::describe_op, an imported file) adds where each came from.
 //
 // Semantics enforced (docs/SCHEDULE.md): a rank posts all sends and recvs of
 // its current step together; the k-th send from A to B matches the k-th recv

@@ -1,6 +1,7 @@
 #include "algorithms/registry.h"
 
 #include <algorithm>
+#include <mutex>
 #include <string>
 
 #include "core/error.h"
@@ -129,7 +130,55 @@ void validate(const ScheduleSpec& spec) {
 
 }  // namespace
 
+namespace {
+
+struct SourceTable {
+  std::mutex mutex;
+  std::vector<std::shared_ptr<const ScheduleSource>> sources;
+};
+SourceTable& source_table() {
+  static SourceTable table;
+  return table;
+}
+
+}  // namespace
+
+void register_schedule_source(ScheduleSource source) {
+  if (source.prefix.empty() || source.prefix.find(':') != std::string::npos || !source.make)
+    throw UsageError("schedule source '" + source.prefix +
+                     "': a prefix without ':' and a make function are required");
+  SourceTable& t = source_table();
+  const std::lock_guard<std::mutex> lock(t.mutex);
+  auto entry = std::make_shared<const ScheduleSource>(std::move(source));
+  for (auto& s : t.sources)
+    if (s->prefix == entry->prefix) {
+      s = std::move(entry);
+      return;
+    }
+  t.sources.push_back(std::move(entry));
+}
+
+std::shared_ptr<const ScheduleSource> find_schedule_source(const std::string& name) {
+  const auto colon = name.find(':');
+  if (colon == std::string::npos) return nullptr;
+  SourceTable& t = source_table();
+  const std::lock_guard<std::mutex> lock(t.mutex);
+  for (const auto& s : t.sources)
+    if (name.compare(0, colon, s->prefix) == 0 && s->prefix.size() == colon) return s;
+  return nullptr;
+}
+
+std::vector<std::shared_ptr<const ScheduleSource>> schedule_sources() {
+  SourceTable& t = source_table();
+  const std::lock_guard<std::mutex> lock(t.mutex);
+  return t.sources;
+}
+
 std::unique_ptr<Schedule> make_schedule(ScheduleSpec spec) {
+  if (const auto source = find_schedule_source(spec.algorithm)) {
+    validate(spec);
+    return source->make(spec);
+  }
   const AlgorithmDef& def = resolve(spec);
   validate(spec);
   if (def.prepare) def.prepare(spec);
@@ -137,6 +186,8 @@ std::unique_ptr<Schedule> make_schedule(ScheduleSpec spec) {
 }
 
 CostEstimate closed_form_cost(const ScheduleSpec& spec_in, const CostParams& params) {
+  if (find_schedule_source(spec_in.algorithm))
+    throw UsageError("'" + spec_in.algorithm + "' has no closed-form cost (a schedule source)");
   ScheduleSpec spec = spec_in;
   const AlgorithmDef& def = resolve(spec);
   validate(spec);

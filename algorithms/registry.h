@@ -2,6 +2,7 @@
 // file plus one AlgorithmDef line in that file's add_<family>() function.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -56,8 +57,35 @@ std::vector<const AlgorithmDef*> algorithms_for(Collective c);
 // Validates the spec (ranks >= 1, 0 <= root < ranks, count >= 0, known
 // algorithm and variant, barrier count 0, ...) and builds the schedule. Throws
 // UsageError with one clear line on bad input. `name` may carry a variant as
-// "algorithm:variant".
+// "algorithm:variant", or name a schedule source as "prefix:argument".
 std::unique_ptr<Schedule> make_schedule(ScheduleSpec spec);
+
+// Schedule sources: schedules defined outside this registry, named
+// "<prefix>:<argument>" wherever an algorithm name is taken (for instance
+// "msccl:FILE.xml", interop/msccl_source.h). A layer above algorithms/
+// registers its sources at startup: the collkit command's main and the tests
+// call the registration, since a static initialiser in a static library is
+// dropped by the linker. make_schedule checks the generic spec fields
+// (ranks, root, count >= 0, element size) and hands the spec, its algorithm
+// name unchanged, to the source's `make`. Registering a prefix again
+// replaces the earlier source. Thread-safe.
+struct ScheduleSource {
+  std::string prefix;       // "msccl": handles every name "msccl:..."
+  std::string description;  // one line, e.g. "msccl:FILE.xml  an MSCCL XML algorithm"
+  // Builds the schedule; throws UsageError/FileError (bad name, file or
+  // parameters) or ScheduleError (a definition that cannot run correctly).
+  std::function<std::unique_ptr<Schedule>(const ScheduleSpec&)> make;
+  // The rank count the named schedule is fixed to, 0 = any (optional).
+  std::function<int(const std::string& name)> fixed_ranks;
+  // Counts must be multiples of this for the spec (count ignored; optional,
+  // 1 when absent).
+  std::function<std::int64_t(const ScheduleSpec&)> count_unit;
+};
+void register_schedule_source(ScheduleSource source);
+// The source whose prefix the name starts with ("prefix:..."), or nullptr.
+std::shared_ptr<const ScheduleSource> find_schedule_source(const std::string& name);
+// Every registered source, in registration order.
+std::vector<std::shared_ptr<const ScheduleSource>> schedule_sources();
 
 // "all" = every registered algorithm of the collective, each variant of it
 // ("name" for the default, "name:variant" for the others; without a topology
@@ -74,6 +102,7 @@ std::vector<std::string> buildable_variants(const AlgorithmDef& def);
 // Splits "rabenseifner:blocks" into {"rabenseifner", "blocks"}.
 std::pair<std::string, std::string> split_algorithm_name(const std::string& name);
 
+// Registered algorithms only (UsageError for a schedule source's name).
 CostEstimate closed_form_cost(const ScheduleSpec& spec, const CostParams& params);
 
 // Lower bounds (COSTS.md table) for `count` elements of `elem_size` bytes

@@ -92,4 +92,8 @@ std::vector<Step> Schedule::steps(int rank) const {
   return out;
 }
 
+std::string Schedule::describe_op(int, std::int64_t, int) const { return {}; }
+
+std::string Schedule::describe_element(int, Buf, std::int64_t) const { return {}; }
+
 }  // namespace collkit

@@ -161,6 +161,13 @@ class Schedule {
   virtual Generator<Step> program(int rank) const = 0;
   // Convenience: the whole list for one rank (O(steps of that rank) memory).
   std::vector<Step> steps(int rank) const;
+  // Where op `op` of step `step` of `rank` comes from, in the terms of the
+  // schedule's origin (an imported file's thread block and step, say), or ""
+  // (the default: generated schedules need no translation). The reference
+  // executor adds it to the messages that name a step.
+  virtual std::string describe_op(int rank, std::int64_t step, int op) const;
+  // The same for an element of a rank's buffer (e.g. "o chunk 3"), or "".
+  virtual std::string describe_element(int rank, Buf buf, std::int64_t index) const;
 
  protected:
   explicit Schedule(ScheduleSpec spec) : spec_(std::move(spec)) {}

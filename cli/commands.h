@@ -13,5 +13,6 @@ void add_plan_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
+void add_verify_command(CLI::App& app);
 
 }  // namespace collkit::cli

@@ -3,13 +3,16 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "interop/msccl_source.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"collkit: collective communication algorithms, simulated, verified and run"};
   app.set_version_flag("--version", std::string("collkit ") + COLLKIT_VERSION);
   app.require_subcommand(1);
+  collkit::register_interop_sources();
   collkit::cli::add_algorithms_command(app);
   collkit::cli::add_schedule_command(app);
+  collkit::cli::add_verify_command(app);
   collkit::cli::add_simulate_command(app);
   collkit::cli::add_plan_command(app);
   collkit::cli::add_calibrate_command(app);

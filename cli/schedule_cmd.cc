@@ -9,6 +9,8 @@
 #include "algorithms/schedule_json.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "interop/msccl_export.h"
+#include "interop/msccl_xml.h"
 
 namespace collkit::cli {
 
@@ -37,6 +39,10 @@ void add_algorithms_command(CLI::App& app) {
                     d->accepts.c_str());
       }
     }
+    // Schedules from elsewhere, for any collective they define.
+    const auto sources = schedule_sources();
+    if (!sources.empty()) std::printf("schedule sources (--algorithm PREFIX:ARGUMENT)\n");
+    for (const auto& src : sources) std::printf("  %s\n", src->description.c_str());
   });
 }
 
@@ -48,6 +54,7 @@ void add_schedule_command(CLI::App& app) {
     long long count = 0;
     long long segment = 0;
     int group = 0;
+    std::string format = "json", protocol = "Simple";
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--collective", a->collective, "Collective")->required();
@@ -58,7 +65,14 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_option("--segment", a->segment, "Segment size in elements (pipelined algorithms)");
   cmd->add_option("--group", a->group, "Group size (hierarchical)");
   cmd->add_option("--rank", a->rank, "Dump only this rank");
+  cmd->add_option("--format", a->format,
+                  "json (collkit's IR) or msccl-xml (an MSCCL XML algorithm, docs/MSCCL.md)");
+  cmd->add_option("--protocol", a->protocol, "msccl-xml: the proto attribute (Simple, LL, LL128)");
   cmd->callback([a, count_opt] {
+    if (a->format != "json" && a->format != "msccl-xml")
+      throw UsageError("--format '" + a->format + "': expected json or msccl-xml");
+    if (a->format == "msccl-xml" && a->rank >= 0)
+      throw UsageError("--rank: an MSCCL XML file holds every rank; drop --rank");
     ScheduleSpec spec;
     spec.collective = parse_collective(a->collective);
     spec.algorithm = a->algorithm;
@@ -74,6 +88,10 @@ void add_schedule_command(CLI::App& app) {
     if (a->rank >= a->ranks)
       throw UsageError("--rank " + std::to_string(a->rank) + " is out of range for " +
                        std::to_string(a->ranks) + " ranks");
+    if (a->format == "msccl-xml") {
+      std::cout << msccl::write_algo(msccl::export_algo(*schedule, a->protocol));
+      return;
+    }
     const int first = a->rank < 0 ? 0 : a->rank;
     const int last = a->rank < 0 ? -1 : a->rank;
     std::cout << schedule_to_json(*schedule, first, last).dump(1) << "\n";

@@ -84,6 +84,7 @@ int parse_int(const std::string& flag, const std::string& text) {
 // at once; make_schedule checks the rest (root, group) once p is known.
 void check_algorithm_names(Collective c, const std::vector<std::string>& names) {
   for (const std::string& full : names) {
+    if (find_schedule_source(full)) continue;  // e.g. msccl:FILE.xml, checked when built
     const auto [name, variant] = split_algorithm_name(full);
     const AlgorithmDef& def = find_algorithm(c, name);
     bool known = variant.empty();
@@ -152,7 +153,19 @@ void run_simulate(const SimulateArgs& a) {
   sweep.root = parse_int("--root", a.root);
   sweep.segment_bytes = parse_size("--segment", a.segment);
   sweep.group_size = parse_int("--group", a.group);
-  const int ranks = parse_int("--ranks", a.ranks);
+  int ranks = parse_int("--ranks", a.ranks);
+  // An algorithm fixed to a rank count (msccl:FILE.xml: the file's ngpus)
+  // runs on that many ranks of the topology unless --ranks says otherwise.
+  for (const std::string& name : sweep.algorithms) {
+    const auto source = find_schedule_source(name);
+    const int fixed = source && source->fixed_ranks ? source->fixed_ranks(name) : 0;
+    if (fixed == 0) continue;
+    if (ranks == 0) ranks = fixed;
+    if (ranks != fixed)
+      throw UsageError("--algorithm " + name + " is for " + std::to_string(fixed) +
+                       " ranks, but the run has " + std::to_string(ranks) +
+                       " (--ranks, or another algorithm's)");
+  }
   SimOptions options;
   options.model = parse_net_model(a.model);
   options.launch_devices = parse_launch(a.launch);
@@ -233,7 +246,8 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--topology", a->topology, "Topology file (JSON) or astra:FILE.yml")->required();
   cmd->add_option("--collective", a->collective, "Collective, e.g. all_reduce")->required();
   cmd->add_option("--algorithm", a->algorithm,
-                  "Algorithm(s): name[:variant][,name...] or all (default: all)");
+                  "Algorithm(s): name[:variant] or msccl:FILE.xml, comma-separated, or all "
+                  "(default: all)");
   cmd->add_option("-b,--minbytes", a->min_bytes, "Smallest size in bytes, K/M/G suffixes (32M)");
   cmd->add_option("-e,--maxbytes", a->max_bytes, "Largest size in bytes (32M)");
   cmd->add_option("-f,--stepfactor", a->step_factor,

@@ -8,7 +8,7 @@
 # every use is listed explicitly (no transitive permission). Subfolders belong
 # to their folder (realrun/device is realrun). Folders not listed here (cli,
 # tests, fuzz, bench) are programs on top and may use every layer.
-set(COLLKIT_LAYERS core algorithms topologies sim realrun reports calibration planner)
+set(COLLKIT_LAYERS core algorithms topologies sim realrun reports calibration planner interop)
 
 set(COLLKIT_USES_core "")
 set(COLLKIT_USES_algorithms core)
@@ -18,3 +18,4 @@ set(COLLKIT_USES_realrun core algorithms)
 set(COLLKIT_USES_reports core algorithms topologies sim realrun)
 set(COLLKIT_USES_calibration core algorithms topologies sim reports)
 set(COLLKIT_USES_planner core algorithms topologies sim)
+set(COLLKIT_USES_interop core algorithms)

@@ -10,6 +10,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   clang-format
   libpng-dev
+  libtinyxml2-dev
 )
 # Extra packages a caller can ask for (CI adds chromium for the browser test).
 if [[ -n "${COLLKIT_EXTRA_PACKAGES:-}" ]]; then
