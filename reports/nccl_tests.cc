@@ -645,7 +645,14 @@ class TextReader {
     t.layout = layout_of(line, tokens, s.banner);
     t.header = std::move(s.pending);
     s.pending = Header{};
-    resolve_collective(t, s.context, line.number);
+    // A labelled stream that names no binary runs what the launcher's own
+    // (unlabelled) lines name: "srun -l ./all_reduce_perf ...".
+    const Stream* launcher = nullptr;
+    if (!line.stream.empty() && s.context.line == 0) {
+      auto it = streams_.find("");
+      if (it != streams_.end()) launcher = &it->second;
+    }
+    resolve_collective(t, launcher ? launcher->context : s.context, line.number);
     s.context = Context{};  // a later table does not inherit this one's binary
     resolve_ranks(t, line.number);
     s.table = std::move(t);
@@ -1577,13 +1584,17 @@ Json nccl_tests_json(const Report& report, Collective collective, const std::str
     auto [it, fresh] = index.emplace(key, entries.size());
     if (fresh) entries.emplace_back();
     Entry& e = entries[it->second];
-    const ResultRow*& slot = r.in_place ? e.ip : e.oop;
-    if (slot) {  // a repeated size: a new entry, as nccl-tests prints a new line
+    // An entry is one table line: its out-of-place figures, then its
+    // in-place ones. A row that cannot join the latest line of its size
+    // (a repeated size, or an out-of-place row after an in-place one)
+    // starts a new line, so reading the file back gives the rows in order.
+    const bool joins = r.in_place ? e.ip == nullptr : e.oop == nullptr && e.ip == nullptr;
+    if (joins) {
+      (r.in_place ? e.ip : e.oop) = &r;
+    } else {
       it->second = entries.size();
       entries.emplace_back();
       (r.in_place ? entries.back().ip : entries.back().oop) = &r;
-    } else {
-      slot = &r;
     }
     lo = lo < 0 ? r.bytes : std::min(lo, r.bytes);
     hi = std::max(hi, r.bytes);
