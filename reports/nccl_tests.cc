@@ -59,6 +59,15 @@ std::string shown(std::string_view s) {
   return "'" + t + (s.size() > 60 ? "...'" : "'");
 }
 
+// Text from a log as it goes into a report: printable ASCII, anything else
+// '?', so every report written from it is valid JSON (UTF-8).
+std::string clean(std::string_view s) {
+  std::string t(s.substr(0, 256));
+  for (char& c : t)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+  return t;
+}
+
 std::optional<std::int64_t> to_int(std::string_view s) {
   std::int64_t v = 0;
   const char* end = s.data() + s.size();
@@ -439,7 +448,7 @@ class TextReader {
     const std::size_t v = t.find("NCCL version ");
     if (v != std::string_view::npos) {
       const std::vector<std::string_view> after = split(t.substr(v + 13));
-      if (!after.empty()) header_of(s, line).facts["nccl_version_line"] = std::string(after[0]);
+      if (!after.empty()) header_of(s, line).facts["nccl_version_line"] = clean(after[0]);
     }
     note_binaries(s, line, t);
   }
@@ -489,7 +498,7 @@ class TextReader {
     if (tokens[0] == "nccl-tests" && tokens.size() >= 3 && tokens[1] == "version") {
       start_header(s, line);
       Header& h = s.pending;
-      h.facts["nccl_tests_version"] = std::string(tokens[2]);
+      h.facts["nccl_tests_version"] = clean(tokens[2]);
       for (std::size_t i = 3; i < tokens.size(); ++i) {
         for (const auto& [key, name] :
              {std::pair<std::string_view, const char*>{"nccl-headers=", "nccl_headers"},
@@ -519,7 +528,7 @@ class TextReader {
     const std::size_t v = c.find("NCCL version ");
     if (v != std::string_view::npos) {
       const std::vector<std::string_view> after = split(c.substr(v + 13));
-      if (!after.empty()) header_of(s, line).facts["nccl_version_line"] = std::string(after[0]);
+      if (!after.empty()) header_of(s, line).facts["nccl_version_line"] = clean(after[0]);
     }
     note_binaries(s, line, c);
   }
@@ -618,15 +627,15 @@ class TextReader {
       const std::string_view v = tokens[i + 1];
       if (k == "Group" && to_int(v)) d["group"] = *to_int(v);
       if (k == "Pid" && to_int(v)) d["pid"] = *to_int(v);
-      if (k == "on") d["host"] = std::string(v);
+      if (k == "on") d["host"] = clean(v);
       if (k == "device" && to_int(v)) d["device"] = *to_int(v);
     }
     const std::size_t open = c.find('[');
     const std::size_t close = open == std::string_view::npos ? open : c.find(']', open);
     if (close != std::string_view::npos) {
-      d["pci_bus_id"] = std::string(c.substr(open + 1, close - open - 1));
+      d["pci_bus_id"] = clean(c.substr(open + 1, close - open - 1));
       const std::string_view name = trim(c.substr(close + 1));
-      if (!name.empty()) d["name"] = std::string(name);
+      if (!name.empty()) d["name"] = clean(name);
     }
     d["kind"] = "gpu";
     r.device = std::move(d);
