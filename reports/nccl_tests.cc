@@ -917,7 +917,9 @@ class TextReader {
                   const Group& grp, std::int64_t size, std::int64_t count, DataType dtype,
                   const std::string& redop, RedOp op, int root) {
     const std::string where = grp.in_place ? "in-place " : "out-of-place ";
-    const auto tok = [&](int i) { return tokens[static_cast<std::size_t>(at0 + i)]; };
+    const auto tok = [&](int i) {
+      return tokens[static_cast<std::size_t>(at0) + static_cast<std::size_t>(i)];
+    };
     if (tok(grp.time) == "N/A") {
       if (tok(grp.algbw) != "N/A" || tok(grp.busbw) != "N/A")
         fail(line.number, where + "time: N/A, but algbw and busbw are not");
@@ -1339,7 +1341,7 @@ class JsonReader {
         rep.results.push_back(std::move(row));
         run.row_origins.push_back(file_ + ": " + gpath);
         dtypes.push_back(dtype);
-        redops.push_back(std::string(to_string(op)));
+        redops.emplace_back(to_string(op));
         roots.push_back(static_cast<int>(root));
       }
     }
