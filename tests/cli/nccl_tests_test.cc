@@ -110,7 +110,12 @@ TEST_F(NcclTestsCli, ReportDrawsEveryRun) {
       << csv;
   const RunResult html = run("report " + path("two.txt") + " -o " + path("r.html"));
   ASSERT_EQ(html.exit_code, 0) << html.err;
-  EXPECT_NE(slurp(dir_ / "r.html").find("<svg"), std::string::npos);
+  const std::string page = slurp(dir_ / "r.html");
+  EXPECT_NE(page.find("<svg"), std::string::npos);
+  // Each input says what it is: the nccl-tests and NCCL versions of the log.
+  EXPECT_NE(page.find("two.txt:5: measured, backend nccl, 8 ranks, nccl-tests text version "
+                      "2.17.9, NCCL 2.26.2"),
+            std::string::npos);
 }
 
 TEST_F(NcclTestsCli, SimulateWritesNcclTestsJsonPerAlgorithm) {
