@@ -880,7 +880,8 @@ class TextReader {
                         (fits ? std::to_string(*count * dsize * per) + " B" : "overflow") +
                         ", but size is " + std::to_string(*size);
       if (per_rank) {
-        const std::int64_t unit = *count * dsize;
+        const std::int64_t unit =
+            *count <= std::numeric_limits<std::int64_t>::max() / dsize ? *count * dsize : 0;
         const int p = unit > 0 && *size % unit == 0 && *size / unit < (1 << 24)
                           ? static_cast<int>(*size / unit)
                           : 0;
@@ -1202,10 +1203,16 @@ class JsonReader {
       int from_devices = 0;
       if (config && config->contains("devices") && (*config)["devices"].is_array() &&
           !(*config)["devices"].empty()) {
+        // Each factor is bounded before the product, so it cannot overflow.
+        const auto bounded = [&](std::int64_t v, const char* path) {
+          if (v > (1 << 24)) fail(path, "too large: " + std::to_string(v));
+          return v;
+        };
         const std::int64_t n =
-            static_cast<std::int64_t>((*config)["devices"].size()) *
-            integer(member(*config, "config", "nthreads"), "config.nthreads", 1) *
-            integer(member(*config, "config", "ngpus"), "config.ngpus", 1);
+            bounded(static_cast<std::int64_t>((*config)["devices"].size()), "config.devices") *
+            bounded(integer(member(*config, "config", "nthreads"), "config.nthreads", 1),
+                    "config.nthreads") *
+            bounded(integer(member(*config, "config", "ngpus"), "config.ngpus", 1), "config.ngpus");
         if (n > (1 << 24)) fail("config.devices", "too many ranks: " + std::to_string(n));
         from_devices = static_cast<int>(n);
       }

@@ -619,6 +619,9 @@ TEST(NcclTestsJson, MalformedFilesNameThePath) {
   j["results"][0].erase("size");
   expect_parts(json_error(j), {"r.json: results[0].size: missing"});
   j = nccl_json();
+  j["config"]["nthreads"] = std::int64_t{1} << 40;  // a product that would overflow
+  expect_parts(json_error(j), {"r.json: config.nthreads: too large"});
+  j = nccl_json();
   j["results"][1]["out_of_place"] = nullptr;  // in place only: one row
   j.erase("average_bus_bandwidth");
   EXPECT_EQ(nccl_tests_run_from_json(j, "r.json").report.results.size(), 3u);
