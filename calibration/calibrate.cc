@@ -13,6 +13,7 @@
 
 #include "algorithms/registry.h"
 #include "core/error.h"
+#include "reports/nccl_tests.h"
 #include "sim/sweep.h"
 
 namespace collkit {
@@ -44,10 +45,31 @@ class TrialTopology : public Topology {
   const Topology& base_;
 };
 
+// The algorithm whose schedule a measured row is simulated as: its own, or
+// --match's for rows of a library's own collective ("nccl", "native");
+// nullopt for rows left out ("native" without --match).
+bool registered(Collective c, const std::string& name) {
+  for (const AlgorithmDef* def : algorithms_for(c))
+    if (def->name == name) return true;
+  return false;
+}
+
+bool is_library_own(const std::string& algorithm) {
+  return algorithm == "native" || algorithm == kNcclTestsAlgorithm;
+}
+
+std::optional<std::string> fitted_algorithm(const ResultRow& row, const CalibrateOptions& options) {
+  if (!is_library_own(row.algorithm)) return row.algorithm;
+  if (!options.match.empty()) return options.match;
+  if (row.algorithm == "native") return std::nullopt;
+  return row.algorithm;  // "nccl": the registered algorithm of that name, if any
+}
+
 struct Point {
   std::string file;
   std::size_t row = 0;
   const ResultRow* result = nullptr;
+  std::string algorithm;  // the schedule's (fitted_algorithm)
   std::unique_ptr<Schedule> schedule;
 };
 
@@ -161,6 +183,7 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
                      std::to_string(options.min_bytes));
   CalibrationResult result;
   result.min_bytes = options.min_bytes;
+  result.match = options.match;
   std::vector<Point> points;
   std::set<std::tuple<int, std::string, std::int64_t, int, int, int>> distinct;
   bool any_reduction = false;
@@ -180,23 +203,36 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
     const std::optional<CostParams> run_model = segment_model_of(r, in.file);
     for (std::size_t i = 0; i < r.results.size(); ++i) {
       const ResultRow& row = r.results[i];
-      const std::string field = in.file + ": results[" + std::to_string(i) + "]";
-      if (row.algorithm == "native") {
+      // "FILE: results[i].key" for collkit reports, "FILE:LINE: key" where
+      // the reader knows the row's line (nccl-tests logs).
+      const bool named = in.row_names.size() == r.results.size();
+      const auto at = [&](const std::string& key) {
+        return named ? in.row_names[i] + ": " + key
+                     : in.file + ": results[" + std::to_string(i) + "]." + key;
+      };
+      const std::optional<std::string> algorithm = fitted_algorithm(row, options);
+      if (!algorithm) {
         ++result.skipped_native;
         continue;
       }
+      if (row.algorithm == kNcclTestsAlgorithm && options.match.empty() &&
+          !registered(row.collective, kNcclTestsAlgorithm))
+        throw FileError(at("algorithm") +
+                        ": 'nccl' (NCCL's own choice, as nccl-tests measured it) has no collkit "
+                        "schedule to simulate: give --match ALGO, the collkit algorithm whose "
+                        "schedule stands for these rows (e.g. --match ring)");
       if (row.bytes < options.min_bytes) {
         ++result.skipped_small;
         continue;
       }
       if (!(row.time_us > 0) || !std::isfinite(row.time_us))
-        throw FileError(field + ".time_us: must be > 0 to be fitted, got " +
+        throw FileError(at("time_us") + ": must be > 0 to be fitted, got " +
                         fmt("%g", row.time_us));
-      if (row.count < 0) throw FileError(field + ".count: must be >= 0");
+      if (row.count < 0) throw FileError(at("count") + ": must be >= 0");
       const DataType dtype = row.dtype.value_or(r.dtype);
       ScheduleSpec spec;
       spec.collective = row.collective;
-      spec.algorithm = row.algorithm;
+      spec.algorithm = *algorithm;
       spec.ranks = p;
       spec.root = row.root.value_or(r.root);
       spec.elem_size = size_of(dtype);
@@ -214,10 +250,14 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
       pt.file = in.file;
       pt.row = i;
       pt.result = &row;
+      pt.algorithm = *algorithm;
       try {
         pt.schedule = make_schedule(spec);
       } catch (const UsageError& e) {
-        throw FileError(field + ".algorithm: '" + row.algorithm + "': " + e.what());
+        if (*algorithm != row.algorithm)
+          throw UsageError("--match " + *algorithm + ": " + e.what() + " (for the '" +
+                           row.algorithm + "' rows of " + in.file + ")");
+        throw FileError(at("algorithm") + ": '" + row.algorithm + "': " + e.what());
       }
       any_reduction = any_reduction || is_reduction(row.collective);
       any_copy = any_copy || has_local_copy(*pt.schedule);
@@ -489,7 +529,9 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
     f.file = points[i].file;
     f.row = points[i].row;
     f.collective = row.collective;
-    f.algorithm = row.algorithm;
+    f.algorithm = points[i].algorithm == row.algorithm
+                      ? row.algorithm
+                      : row.algorithm + " as " + points[i].algorithm;
     f.bytes = row.bytes;
     f.in_place = row.in_place;
     f.measured_us = row.time_us;
@@ -546,7 +588,8 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const T
   double lo = 0, hi = 0;
   for (const CalibrationInput& in : inputs)
     for (const ResultRow& row : in.report.results) {
-      if (row.algorithm == "native" || row.bytes < options.min_bytes || row.bytes <= 0) continue;
+      if (!fitted_algorithm(row, options) || row.bytes < options.min_bytes || row.bytes <= 0)
+        continue;
       // A rank's working set is at least bytes / p (the bytes of a per-rank
       // collective are its total) and at most about (p + 2) x bytes: input
       // and output, and a temp area of up to p - 1 reducing receives (a
@@ -747,6 +790,8 @@ std::string format_calibration(const CalibrationResult& result) {
     out += "\n";
   }
   for (const std::string& w : result.warnings) out += "# warning: " + w + "\n";
+  if (!result.match.empty())
+    out += "# rows of algorithm nccl or native simulated as " + result.match + " (--match)\n";
   if (result.skipped_native > 0)
     out += "# skipped " + std::to_string(result.skipped_native) +
            " 'native' rows (no schedule to simulate)\n";

@@ -24,6 +24,9 @@ struct CalibrationInput {
   std::string file;
   std::string sha256;  // of the file's bytes
   Report report;
+  // Where each row of report.results came from ("log.txt:57"), named in
+  // errors instead of "FILE: results[i]"; empty for collkit reports.
+  std::vector<std::string> row_names{};
 };
 
 struct CalibrateOptions {
@@ -37,6 +40,12 @@ struct CalibrateOptions {
   // linearly, so a few rows the model cannot express (cache effects, noise)
   // do not drag the fit of all the others.
   double huber = 0;
+  // --match ALGO: the collkit algorithm whose schedule stands for rows of
+  // algorithm "nccl" (NCCL's own choice, e.g. read from nccl-tests) and
+  // "native". Empty: "nccl" rows are simulated as the registered algorithm
+  // named "nccl" when there is one (else FileError naming --match), and
+  // "native" rows are skipped.
+  std::string match;
 };
 
 enum class ParamKind : std::uint8_t {
@@ -79,6 +88,7 @@ struct CalibrationResult {
   std::vector<PointFit> points;
   std::size_t distinct_points = 0;  // distinct (collective, algorithm, bytes, dtype, op, root)
   std::size_t skipped_native = 0;   // "native" rows: no schedule to simulate
+  std::string match;                // CalibrateOptions::match
   std::size_t skipped_small = 0;    // rows below CalibrateOptions::min_bytes
   std::int64_t min_bytes = 0;       // the option, for the output
   int iterations = 0;

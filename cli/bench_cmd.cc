@@ -49,14 +49,23 @@ void add_bench_command(CLI::App& app) {
                   "--backend cuda: capture the -n timed runs into a CUDA graph and launch it "
                   "this many times; time = total / (n x launches) (0 = no graph, default)");
   cmd->add_option("--json", a->json_path, "Write the report (JSON) here, atomically");
+  // -J is nccl-tests' own flag: the nccl-tests JSON schema, one file per
+  // algorithm (reports/nccl_tests.h). Kept out of BenchArgs: realrun knows
+  // nothing of report files; the sink writes it.
+  auto nccl_tests_json = std::make_shared<std::string>();
+  cmd->add_option("-J,--output_file", *nccl_tests_json,
+                  "Write nccl-tests JSON (-J schema) here; with several algorithms one file each, "
+                  "the algorithm before the extension (FILE.ring.json)");
   // A repeated flag takes its last value (as nccl-tests' getopt loop does)
   // rather than failing inside CLI11 on every rank before MPI is up.
   for (CLI::Option* opt : cmd->get_options())
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   cmd->allow_extras();
-  cmd->callback([a, cmd] {
+  cmd->callback([a, cmd, nccl_tests_json] {
     a->extras = cmd->remaining();
-    realrun::run_bench(*a, make_bench_report_sink);
+    realrun::run_bench(*a, [nccl_tests_json](const realrun::BenchArgs& args) {
+      return make_bench_report_sink(args, *nccl_tests_json);
+    });
   });
 }
 

@@ -10,6 +10,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/sizes.h"
+#include "reports/inputs.h"
 #include "reports/report.h"
 #include "sim/engine.h"
 #include "topologies/sha256.h"
@@ -27,6 +28,8 @@ struct CalibrateArgs {
   double huber = 0;
   int max_iterations = 100;
   int ranks = 0;
+  std::string match;
+  std::string collective;
 };
 
 std::string read_bytes(const std::string& path, const char* what) {
@@ -48,6 +51,8 @@ void run_calibrate(const CalibrateArgs& a) {
                      std::to_string(a.huber));
   options.huber = a.huber;
   options.max_iterations = a.max_iterations;
+  options.match = a.match;
+  const ReadOptions read = read_options(a.collective, a.ranks);
   if (a.topology.rfind("astra:", 0) == 0)
     throw UsageError("--topology " + a.topology +
                      ": the fitted file is written in the base's JSON form; give a JSON topology");
@@ -57,20 +62,19 @@ void run_calibrate(const CalibrateArgs& a) {
   const std::unique_ptr<Topology> base = parse_topology(base_text, a.topology, a.ranks);
   const std::string base_sha = sha256_hex(base_text);
 
+  // Every run of every file is fitted (an nccl-tests log may hold several).
   std::vector<CalibrationInput> inputs;
   for (const std::string& path : a.measured) {
-    CalibrationInput in;
-    in.file = path;
     const std::string bytes = read_bytes(path, "report");
-    in.sha256 = sha256_hex(bytes);
-    Json j;
-    try {
-      j = Json::parse(bytes);
-    } catch (const Json::exception& e) {
-      throw FileError(path + ": malformed JSON: " + e.what());
+    const std::string sha = sha256_hex(bytes);
+    for (InputRun& run : parse_runs(bytes, path, read)) {
+      CalibrationInput in;
+      in.file = run.name;
+      in.sha256 = sha;
+      in.report = std::move(run.report);
+      in.row_names = std::move(run.row_origins);
+      inputs.push_back(std::move(in));
     }
-    in.report = report_from_json(j, path);
-    inputs.push_back(std::move(in));
   }
 
   const CalibrationResult result = calibrate(inputs, *base, options);
@@ -86,6 +90,8 @@ void run_calibrate(const CalibrateArgs& a) {
                 100 * result.median_abs_error, 100 * result.p90_abs_error);
   if (options.min_bytes > 0)
     description += "; rows below " + std::to_string(options.min_bytes) + " bytes left out";
+  if (!options.match.empty())
+    description += "; rows of algorithm nccl or native simulated as " + options.match;
   if (options.huber > 0) {
     char loss[96];
     std::snprintf(loss, sizeof loss, "; Huber loss, threshold %g", options.huber);
@@ -112,7 +118,9 @@ void add_calibrate_command(CLI::App& app) {
       "Fit a topology's link latency/bandwidth, endpoint overhead, reduce and copy bandwidth "
       "to measured reports by least squares on simulated times (docs/REPORTS.md)");
   auto a = std::make_shared<CalibrateArgs>();
-  cmd->add_option("measured", a->measured, "Measured reports (collkit bench --json)")->required();
+  cmd->add_option("measured", a->measured,
+                  "Measured reports: collkit bench --json, nccl-tests logs (every run) or -J files")
+      ->required();
   cmd->add_option("--topology", a->topology, "Base topology file (JSON); its form is kept")
       ->required();
   cmd->add_option("-o,--output", a->output, "Write the fitted topology (JSON) to this file")
@@ -129,8 +137,14 @@ void add_calibrate_command(CLI::App& app) {
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--ranks", a->ranks,
                   "Ranks on the topology's first endpoints, as the measured run had them "
-                  "(0 = all endpoints)")
+                  "(0 = all endpoints); also the rank count of nccl-tests logs without '# Rank' "
+                  "lines")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--match", a->match,
+                  "The collkit algorithm whose schedule stands for rows of algorithm nccl "
+                  "(nccl-tests) or native, e.g. ring (default: the registered algorithm 'nccl', "
+                  "when there is one)");
+  cmd->add_option("--collective", a->collective, kCollectiveHelp);
   cmd->callback([a] { run_calibrate(*a); });
 }
 

@@ -2,6 +2,10 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+
+#include "core/collective.h"
+#include "reports/inputs.h"
 
 namespace collkit::cli {
 
@@ -14,5 +18,20 @@ void add_calibrate_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_verify_command(CLI::App& app);
+
+// --collective and --ranks as the readers take them (reports/inputs.h):
+// for nccl-tests logs that do not name the binary or list the ranks.
+inline ReadOptions read_options(const std::string& collective, int ranks) {
+  ReadOptions o;
+  if (!collective.empty()) o.collective = parse_collective(collective);
+  o.ranks = ranks;
+  return o;
+}
+
+// The help text of those two options, shared by the commands that read reports.
+inline constexpr char kCollectiveHelp[] =
+    "nccl-tests logs that do not name the binary (all_reduce_perf, ...): their collective";
+inline constexpr char kRanksHelp[] =
+    "nccl-tests logs without '# Rank' lines: their rank count (default: nThread x nGpus)";
 
 }  // namespace collkit::cli

@@ -7,6 +7,7 @@
 #include "core/atomic_file.h"
 #include "core/sizes.h"
 #include "reports/compare.h"
+#include "reports/inputs.h"
 
 namespace collkit::cli {
 
@@ -14,25 +15,38 @@ void add_compare_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "compare", "Predicted (simulate) against measured (bench) times, with relative errors");
   struct Args {
-    std::string predicted, json, min_bytes = "0";
+    std::string predicted, json, min_bytes = "0", match, collective;
     std::vector<std::string> measured;
+    int ranks = 0;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("predicted", a->predicted, "Predicted report JSON (collkit simulate)")
       ->required();
   cmd->add_option("measured", a->measured,
-                  "Measured report JSON (collkit bench); several = repeats of one run, each row's "
-                  "time the median over them")
+                  "Measured reports: collkit bench JSON, nccl-tests logs or -J files; several = "
+                  "repeats of one run, each row's time the median over them")
       ->required();
   cmd->add_option("--json", a->json, "Write the comparison as JSON");
   cmd->add_option("--min-bytes", a->min_bytes, "Leave out rows below this size (K/M/G suffixes)");
+  cmd->add_option("--match", a->match,
+                  "Compare the predicted rows of this algorithm with the measured rows of "
+                  "algorithm nccl or native (NCCL's or the library's own), per size band");
+  cmd->add_option("--collective", a->collective, kCollectiveHelp);
+  cmd->add_option("--ranks", a->ranks, kRanksHelp)->check(CLI::NonNegativeNumber);
   cmd->callback([a] {
     const std::int64_t min_bytes =
         a->min_bytes == "0" ? 0 : parse_size("--min-bytes", a->min_bytes);
+    const ReadOptions read = read_options(a->collective, a->ranks);
     if (!a->json.empty()) check_writable(a->json);
-    const Report predicted = read_report(a->predicted);
+    const Report predicted = combine_runs(read_runs(a->predicted, read));
     std::vector<Report> repeats;
-    for (const std::string& path : a->measured) repeats.push_back(read_report(path));
+    bool nccl_tests = false;
+    for (const std::string& path : a->measured) {
+      const std::vector<InputRun> runs = read_runs(path, read);
+      for (const InputRun& run : runs)
+        nccl_tests = nccl_tests || run.format != InputFormat::collkit;
+      repeats.push_back(combine_runs(runs));
+    }
     const Report measured = median_of_repeats(repeats, a->measured);
     std::string measured_name = a->measured[0];
     if (a->measured.size() > 1)
@@ -48,8 +62,12 @@ void add_compare_command(CLI::App& app) {
                    "collkit: note: %s is measured and %s simulated; the order is PREDICTED "
                    "MEASURED\n",
                    a->predicted.c_str(), measured_name.c_str());
+    CompareOptions options;
+    options.min_bytes = min_bytes;
+    options.match = a->match;
+    options.bands = !a->match.empty() || nccl_tests;
     const CompareResult result =
-        compare_reports(predicted, measured, min_bytes, a->predicted, measured_name);
+        compare_reports(predicted, measured, options, a->predicted, measured_name);
     if (!a->json.empty())
       write_file_atomic(
           a->json,

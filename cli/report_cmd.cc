@@ -6,6 +6,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "reports/html_report.h"
+#include "reports/inputs.h"
 
 namespace collkit::cli {
 
@@ -16,19 +17,29 @@ void add_report_command(CLI::App& app) {
     std::vector<std::string> inputs;
     std::string output;
     std::string format = "html";
+    std::string collective;
+    int ranks = 0;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("inputs", a->inputs, "Report JSON files (simulate and bench --json)")->required();
+  cmd->add_option("inputs", a->inputs,
+                  "Reports: simulate and bench --json, nccl-tests logs (every run a series) and "
+                  "-J files")
+      ->required();
   cmd->add_option("-o,--output", a->output, "Output file")->required();
   cmd->add_option("--format", a->format, "html (default), csv or md");
+  cmd->add_option("--collective", a->collective, kCollectiveHelp);
+  cmd->add_option("--ranks", a->ranks, kRanksHelp)->check(CLI::NonNegativeNumber);
   cmd->callback([a] {
     if (a->format != "html" && a->format != "csv" && a->format != "md")
       throw UsageError("--format '" + a->format + "': valid: html, csv, md");
     // Reject a bad output path before reading anything, and read every input
     // before writing, so a bad input leaves no output file.
+    const ReadOptions read = read_options(a->collective, a->ranks);
     check_writable(a->output);
     std::vector<NamedReport> inputs;
-    for (const std::string& path : a->inputs) inputs.push_back({path, read_report(path)});
+    for (const std::string& path : a->inputs)
+      for (InputRun& run : read_runs(path, read))
+        inputs.push_back({std::move(run.name), std::move(run.report)});
     const std::string text = a->format == "html"  ? render_html_report(inputs)
                              : a->format == "csv" ? render_csv_report(inputs)
                                                   : render_markdown_report(inputs);

@@ -14,6 +14,8 @@
 #include "core/dtypes.h"
 #include "core/error.h"
 #include "core/sizes.h"
+#include "reports/inputs.h"
+#include "reports/nccl_tests.h"
 #include "reports/report.h"
 #include "reports/sweep_report.h"
 #include "reports/table.h"
@@ -46,6 +48,7 @@ struct SimulateArgs {
   std::string launch = "proc";
   std::string json_path;
   std::string csv_path;
+  std::string nccl_tests_json;  // -J
 };
 
 // A non-negative integer flag, with the flag's name in the error.
@@ -173,23 +176,46 @@ void run_simulate(const SimulateArgs& a) {
   if (!a.csv_path.empty()) check_writable(a.csv_path);
   if (!a.json_path.empty() && a.json_path == a.csv_path)
     throw UsageError("--json and --csv name the same file '" + a.json_path + "'");
+  // -J: one nccl-tests JSON file per algorithm.
+  std::vector<std::string> nccl_paths;
+  for (const std::string& algorithm : sweep.algorithms)
+    if (!a.nccl_tests_json.empty())
+      nccl_paths.push_back(
+          nccl_tests_json_path(a.nccl_tests_json, algorithm, sweep.algorithms.size() > 1));
+  for (const std::string& path : nccl_paths) {
+    check_writable(path);
+    if (path == a.json_path || path == a.csv_path)
+      throw UsageError("-J and --json/--csv name the same file '" + path + "'");
+  }
 
   // --segments-as: the segment choice of a measured run, read before the
   // topology so that a bad file fails first and alone.
   std::optional<CostParams> run_model;
   if (!a.segments_as.empty()) {
-    const Report run = read_report(a.segments_as);
-    run_model = segment_model_of(run, a.segments_as);
-    if (!run_model)
-      throw FileError(a.segments_as +
-                      ": segment_model: missing (the report predates it, or was not "
-                      "written by collkit bench/simulate)");
-    if (sweep.segment_bytes == 0 && run.extra.contains("segment_bytes") &&
-        run.extra["segment_bytes"].is_number_integer())
-      sweep.segment_bytes = run.extra["segment_bytes"].get<std::int64_t>();
-    if (sweep.group_size == 0 && run.extra.contains("group_size") &&
-        run.extra["group_size"].is_number_integer())
-      sweep.group_size = run.extra["group_size"].get<int>();
+    ReadOptions read;
+    read.collective = sweep.collective;
+    read.ranks = ranks;
+    const std::vector<InputRun> runs = read_runs(a.segments_as, read);
+    const Report& run = runs.front().report;
+    if (runs.front().format != InputFormat::collkit) {
+      // NCCL cut its own segments; there is no collkit segment model to follow.
+      std::fprintf(stderr,
+                   "collkit: note: --segments-as %s: an %s (NCCL chose its own segments); "
+                   "segments are chosen from the topology, as without --segments-as\n",
+                   a.segments_as.c_str(), std::string(to_string(runs.front().format)).c_str());
+    } else {
+      run_model = segment_model_of(run, a.segments_as);
+      if (!run_model)
+        throw FileError(a.segments_as +
+                        ": segment_model: missing (the report predates it, or was not "
+                        "written by collkit bench/simulate)");
+      if (sweep.segment_bytes == 0 && run.extra.contains("segment_bytes") &&
+          run.extra["segment_bytes"].is_number_integer())
+        sweep.segment_bytes = run.extra["segment_bytes"].get<std::int64_t>();
+      if (sweep.group_size == 0 && run.extra.contains("group_size") &&
+          run.extra["group_size"].is_number_integer())
+        sweep.group_size = run.extra["group_size"].get<int>();
+    }
   }
 
   const std::unique_ptr<Topology> topology = load_topology(a.topology, ranks);
@@ -205,6 +231,7 @@ void run_simulate(const SimulateArgs& a) {
   }
   sweep.model = run_model.value_or(cost_params_of(*topology, sweep.ranks));
 
+  const std::string start_time = nccl_tests_timestamp();
   Report report;
   {
     ProgressBar bar;
@@ -229,6 +256,16 @@ void run_simulate(const SimulateArgs& a) {
   std::vector<std::pair<std::string, std::string>> files;
   if (!a.json_path.empty()) files.emplace_back(a.json_path, report_json_text(report));
   if (!a.csv_path.empty()) files.emplace_back(a.csv_path, to_csv(report));
+  if (!a.nccl_tests_json.empty()) {
+    NcclTestsJsonInfo info;
+    info.start_time = start_time;
+    info.args = {"collkit",    "simulate",    "--topology", a.topology,   "--collective",
+                 a.collective, "-b",          a.min_bytes,  "-e",         a.max_bytes,
+                 "-f",         a.step_factor, "-i",         a.step_bytes, "-d",
+                 a.dtype,      "-o",          a.op,         "-r",         a.root};
+    for (auto& file : nccl_tests_json_files(report, a.nccl_tests_json, info))
+      files.push_back(std::move(file));
+  }
   write_files_atomic(files);
 }
 
@@ -268,9 +305,14 @@ void add_simulate_command(CLI::App& app) {
                   "faster than G x the endpoints' launch_us");
   cmd->add_option("--segments-as", a->segments_as,
                   "Choose segment sizes (and --segment/--group when unset) as the run of this "
-                  "report did (its segment_model key), to predict the schedules it measured");
+                  "report did (its segment_model key), to predict the schedules it measured; "
+                  "nccl-tests files are accepted (NCCL cut its own segments: a note, and the "
+                  "topology's choice)");
   cmd->add_option("--json", a->json_path, "Write the report as JSON to this file");
   cmd->add_option("--csv", a->csv_path, "Write the rows as CSV to this file");
+  cmd->add_option("-J,--output_file", a->nccl_tests_json,
+                  "Write nccl-tests JSON (-J schema) to this file; with several algorithms one "
+                  "file each, the algorithm before the extension (FILE.ring.json)");
   cmd->callback([a] { run_simulate(*a); });
 }
 

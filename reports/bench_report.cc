@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/atomic_file.h"
+#include "reports/nccl_tests.h"
 #include "reports/report.h"
 #include "reports/table.h"
 
@@ -36,12 +37,17 @@ std::string table_row(const ResultRow& oop, bool have_oop, const ResultRow* ip,
 
 class BenchReportSink final : public realrun::BenchSink {
  public:
-  explicit BenchReportSink(std::string version) { report_.collkit_version = std::move(version); }
+  BenchReportSink(std::string version, std::string nccl_tests_json)
+      : nccl_tests_json_(std::move(nccl_tests_json)) {
+    report_.collkit_version = std::move(version);
+    if (!nccl_tests_json_.empty()) check_writable(nccl_tests_json_);
+  }
 
   void begin(const BenchConfig& cfg, int ranks, const std::string& title,
              const std::vector<std::string>& rank_lines) override {
     cfg_ = cfg;
     ranks_ = ranks;
+    start_time_ = nccl_tests_timestamp();
     backend_name_ = std::string(to_string(cfg.backend));
     std::printf("# collkit bench --backend %s: %s, %s\n", backend_name_.c_str(),
                 std::string(to_string(cfg.collective)).c_str(), title.c_str());
@@ -131,10 +137,30 @@ class BenchReportSink final : public realrun::BenchSink {
     if (!unavailable_oop_.empty()) report_.extra["unavailable"] = unavailable_oop_;
     std::printf("#\n%s", format_best_summary(report_).c_str());
     std::fflush(stdout);
-    if (!cfg_.json_path.empty()) write_file_atomic(cfg_.json_path, report_json_text(report_));
+    std::vector<std::pair<std::string, std::string>> files;
+    if (!cfg_.json_path.empty()) files.emplace_back(cfg_.json_path, report_json_text(report_));
+    if (!nccl_tests_json_.empty()) {
+      NcclTestsJsonInfo info;
+      info.start_time = start_time_;
+      info.args = {"collkit",     "bench",        "--backend",
+                   backend_name_, "--collective", std::string(to_string(cfg_.collective))};
+      info.min_bytes = cfg_.min_bytes;
+      info.max_bytes = cfg_.max_bytes;
+      info.step_factor = cfg_.step_factor;
+      info.step_bytes = cfg_.step_bytes;
+      info.warmup = cfg_.warmup;
+      info.iters = cfg_.iters;
+      info.validation = cfg_.check;
+      info.graph = cfg_.graph_launches;
+      for (auto& file : nccl_tests_json_files(report_, nccl_tests_json_, info))
+        files.push_back(std::move(file));
+    }
+    write_files_atomic(files);
   }
 
  private:
+  std::string nccl_tests_json_;
+  std::string start_time_;
   BenchConfig cfg_;
   int ranks_ = 0;
   std::string backend_name_;
@@ -150,8 +176,9 @@ class BenchReportSink final : public realrun::BenchSink {
 
 }  // namespace
 
-std::unique_ptr<realrun::BenchSink> make_bench_report_sink(const realrun::BenchArgs& args) {
-  return std::make_unique<BenchReportSink>(args.version);
+std::unique_ptr<realrun::BenchSink> make_bench_report_sink(const realrun::BenchArgs& args,
+                                                           const std::string& nccl_tests_json) {
+  return std::make_unique<BenchReportSink>(args.version, nccl_tests_json);
 }
 
 }  // namespace collkit

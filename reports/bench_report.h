@@ -4,12 +4,17 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "realrun/harness.h"
 
 namespace collkit {
 
-// The sink of one bench run on the printing process.
-std::unique_ptr<realrun::BenchSink> make_bench_report_sink(const realrun::BenchArgs& args);
+// The sink of one bench run on the printing process. `nccl_tests_json`
+// (bench -J): also write the nccl-tests JSON of every algorithm
+// (reports/nccl_tests.h), atomically with --json; its directory is checked
+// when the sink is made, before the first measurement.
+std::unique_ptr<realrun::BenchSink> make_bench_report_sink(const realrun::BenchArgs& args,
+                                                           const std::string& nccl_tests_json = "");
 
 }  // namespace collkit

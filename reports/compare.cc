@@ -11,9 +11,9 @@
 #include "reports/table.h"
 
 namespace collkit {
-namespace {
+namespace {}  // namespace
 
-RowKey key_of(const Report& rep, const ResultRow& r) {
+RowKey row_key(const Report& rep, const ResultRow& r) {
   RowKey k;
   k.collective = r.collective;
   k.algorithm = r.algorithm;
@@ -24,6 +24,10 @@ RowKey key_of(const Report& rep, const ResultRow& r) {
   k.root = root_column(r.collective, r.root.value_or(rep.root));
   return k;
 }
+
+namespace {
+
+RowKey key_of(const Report& rep, const ResultRow& r) { return row_key(rep, r); }
 
 auto tie(const RowKey& k) {
   return std::tie(k.collective, k.algorithm, k.bytes, k.in_place, k.dtype, k.op, k.root);
@@ -82,7 +86,40 @@ std::string row_line(const MatchedRow& r) {
   char buf[128];
   std::snprintf(buf, sizeof buf, "  %12.2f  %12.2f  %9s", r.predicted_us, r.measured_us,
                 r.rel_error ? percent(*r.rel_error).c_str() : "n/a");
-  return key_line(r.key) + buf;
+  if (r.measured_algorithm.empty()) return key_line(r.key) + buf;
+  RowKey k = r.key;
+  k.algorithm += " vs " + r.measured_algorithm;
+  return key_line(k) + buf;
+}
+
+bool is_native(const std::string& algorithm) {
+  return algorithm == "nccl" || algorithm == "native";
+}
+
+std::string band_percent(const BandSummary& b, double v) {
+  if (b.rows == 0) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", v * 100);
+  return buf;
+}
+
+std::vector<BandSummary> band_summaries(const std::vector<MatchedRow>& rows) {
+  std::vector<BandSummary> bands = {
+      {"< 1 MiB", 0, kBandEdges[0]},
+      {"1 MiB - 64 MiB", kBandEdges[0], kBandEdges[1]},
+      {">= 64 MiB", kBandEdges[1], -1},
+      {"all", 0, -1},
+  };
+  for (BandSummary& b : bands) {
+    std::vector<double> errors;
+    for (const MatchedRow& r : rows)
+      if (r.rel_error && r.key.bytes >= b.lo && (b.hi < 0 || r.key.bytes < b.hi))
+        errors.push_back(std::fabs(*r.rel_error));
+    b.rows = errors.size();
+    b.median_abs_error = quantile(errors, 0.5);
+    b.worst_abs_error = errors.empty() ? 0 : *std::max_element(errors.begin(), errors.end());
+  }
+  return bands;
 }
 
 Json key_json(const RowKey& k) {
@@ -99,6 +136,7 @@ Json key_json(const RowKey& k) {
 
 Json row_json(const MatchedRow& r) {
   Json j = key_json(r.key);
+  if (!r.measured_algorithm.empty()) j["measured_algorithm"] = r.measured_algorithm;
   j["predicted_us"] = r.predicted_us;
   j["measured_us"] = r.measured_us;
   j["rel_error"] = r.rel_error ? Json(*r.rel_error) : Json(nullptr);
@@ -117,8 +155,10 @@ Report median_of_repeats(const std::vector<Report>& repeats,
            std::to_string(k.bytes) + " B " + (k.in_place ? "in-place" : "out-of-place") + " " +
            k.dtype + " " + k.op + " root " + std::to_string(k.root);
   };
-  std::map<RowKey, std::vector<double>, KeyLess> times;
-  for (const ResultRow& r : out.results) times[key_of(out, r)];
+  // Per key, per occurrence in a run (nccl-tests prints several rows of 0
+  // bytes), the time of every repeat.
+  std::map<RowKey, std::vector<std::vector<double>>, KeyLess> times;
+  for (const ResultRow& r : out.results) times[key_of(out, r)].emplace_back();
   for (std::size_t i = 0; i < repeats.size(); ++i) {
     const Report& rep = repeats[i];
     if (rep.ranks != out.ranks)
@@ -128,19 +168,26 @@ Report median_of_repeats(const std::vector<Report>& repeats,
       throw FileError(names[i] + ": results: " + std::to_string(rep.results.size()) +
                       " rows, but " + names[0] + " has " + std::to_string(out.results.size()) +
                       ": repeats must be of one run");
+    std::map<RowKey, std::size_t, KeyLess> seen;
     for (const ResultRow& r : rep.results) {
       const RowKey k = key_of(rep, r);
       auto it = times.find(k);
       if (it == times.end())
         throw FileError(names[i] + ": results: row " + row_name(k) + " is not in " + names[0] +
                         ": repeats must be of one run");
-      it->second.push_back(r.time_us);
+      const std::size_t occurrence = seen[k]++;
+      if (occurrence >= it->second.size())
+        throw FileError(names[0] + ": results: row " + row_name(k) +
+                        " appears more than once or not in every repeat");
+      it->second[occurrence].push_back(r.time_us);
     }
   }
+  std::map<RowKey, std::size_t, KeyLess> seen;
   for (ResultRow& r : out.results) {
-    const std::vector<double>& t = times[key_of(out, r)];
+    const RowKey k = key_of(out, r);
+    const std::vector<double>& t = times[k][seen[k]++];
     if (t.size() != repeats.size())
-      throw FileError(names[0] + ": results: row " + row_name(key_of(out, r)) +
+      throw FileError(names[0] + ": results: row " + row_name(k) +
                       " appears more than once or not in every repeat");
     const double median = quantile(t, 0.5);
     if (r.time_us > 0 && median > 0) {
@@ -165,26 +212,61 @@ double quantile(std::vector<double> values, double q) {
 CompareResult compare_reports(const Report& predicted, const Report& measured,
                               std::int64_t min_bytes, const std::string& predicted_name,
                               const std::string& measured_name) {
+  CompareOptions options;
+  options.min_bytes = min_bytes;
+  return compare_reports(predicted, measured, options, predicted_name, measured_name);
+}
+
+CompareResult compare_reports(const Report& predicted, const Report& measured,
+                              const CompareOptions& options, const std::string& predicted_name,
+                              const std::string& measured_name) {
+  const std::int64_t min_bytes = options.min_bytes;
+  const std::string& match = options.match;
   if (predicted.ranks != measured.ranks)
     throw UsageError(predicted_name + " is for " + std::to_string(predicted.ranks) + " ranks, " +
                      measured_name + " for " + std::to_string(measured.ranks) +
                      ": a prediction compares only with a measurement on as many ranks");
+  // With --match the algorithm is not part of the match: the predicted rows
+  // of ALGO stand against the measured rows of nccl/native.
+  const auto match_key = [&](RowKey k) {
+    if (!match.empty()) k.algorithm.clear();
+    return k;
+  };
+  const auto predicted_row = [&](const ResultRow& r) {
+    return r.bytes >= min_bytes && (match.empty() || r.algorithm == match);
+  };
+  const auto measured_row = [&](const ResultRow& r) {
+    return r.bytes >= min_bytes && (match.empty() || is_native(r.algorithm));
+  };
+  if (!match.empty()) {
+    if (std::none_of(predicted.results.begin(), predicted.results.end(), predicted_row))
+      throw UsageError("--match " + match + ": " + predicted_name + " has no row of algorithm '" +
+                       match + "'" + (min_bytes > 0 ? " at or above --min-bytes" : "") +
+                       " (it has " + coverage(predicted, min_bytes) + ")");
+    if (std::none_of(measured.results.begin(), measured.results.end(), measured_row))
+      throw UsageError("--match " + match + ": " + measured_name +
+                       " has no row of algorithm 'nccl' or 'native' (a library's own "
+                       "collective) to compare with" +
+                       (min_bytes > 0 ? " at or above --min-bytes" : "") + " (it has " +
+                       coverage(measured, min_bytes) + ")");
+  }
   std::map<RowKey, std::size_t, KeyLess> pred_index;
   for (std::size_t i = 0; i < predicted.results.size(); ++i) {
     const ResultRow& r = predicted.results[i];
-    if (r.bytes < min_bytes) continue;
-    pred_index.emplace(key_of(predicted, r), i);  // a repeated key keeps its first row
+    if (!predicted_row(r)) continue;
+    pred_index.emplace(match_key(key_of(predicted, r)), i);  // a repeated key keeps its first row
   }
   std::vector<bool> used(predicted.results.size(), false);
   CompareResult out;
+  out.match = match;
   for (const ResultRow& m : measured.results) {
-    if (m.bytes < min_bytes) continue;
+    if (!measured_row(m)) continue;
     RowKey k = key_of(measured, m);
-    auto it = pred_index.find(k);
+    auto it = pred_index.find(match_key(k));
     if (it == pred_index.end()) {
       RowKey other = k;
       other.in_place = !k.in_place;
-      it = pred_index.find(other);
+      it = pred_index.find(match_key(other));
     }
     if (it == pred_index.end()) {
       out.measured_only.push_back(k);
@@ -193,18 +275,24 @@ CompareResult compare_reports(const Report& predicted, const Report& measured,
     used[it->second] = true;
     MatchedRow row;
     row.key = k;
+    if (!match.empty()) {
+      row.key.algorithm = match;
+      row.measured_algorithm = m.algorithm;
+    }
     row.predicted_us = predicted.results[it->second].time_us;
     row.measured_us = m.time_us;
     if (m.time_us > 0) row.rel_error = (row.predicted_us - row.measured_us) / row.measured_us;
     out.rows.push_back(std::move(row));
   }
   for (std::size_t i = 0; i < predicted.results.size(); ++i)
-    if (!used[i] && predicted.results[i].bytes >= min_bytes)
+    if (!used[i] && predicted_row(predicted.results[i]))
       out.predicted_only.push_back(key_of(predicted, predicted.results[i]));
 
   if (out.rows.empty()) {
-    std::string why = "no row of " + predicted_name + " matches a row of " + measured_name +
-                      " by (collective, algorithm, bytes, dtype, op, root)";
+    std::string why =
+        "no row of " + predicted_name + " matches a row of " + measured_name +
+        (match.empty() ? " by (collective, algorithm, bytes, dtype, op, root)"
+                       : " by (collective, bytes, dtype, op, root) with --match " + match);
     if (min_bytes > 0) why += " at or above --min-bytes " + std::to_string(min_bytes);
     throw UsageError(why + ": " + predicted_name + " has " + coverage(predicted, min_bytes) + "; " +
                      measured_name + " has " + coverage(measured, min_bytes));
@@ -226,6 +314,7 @@ CompareResult compare_reports(const Report& predicted, const Report& measured,
   });
   order.resize(std::min<std::size_t>(order.size(), 5));
   out.worst = order;
+  if (options.bands) out.bands = band_summaries(out.rows);
   return out;
 }
 
@@ -233,6 +322,9 @@ std::string format_comparison(const CompareResult& result, const std::string& pr
                               const std::string& measured_name) {
   std::string o = "# collkit compare: predicted " + predicted_name + " vs measured " +
                   measured_name + "; error = (predicted - measured) / measured\n";
+  if (!result.match.empty())
+    o += "# --match " + result.match + ": predicted rows of " + result.match +
+         " against measured rows of nccl or native\n";
   char head[256];
   std::snprintf(head, sizeof head, "#%-13s %-26s %12s  %-3s  %-8s %-4s %3s  %12s  %12s  %9s\n",
                 "collective", "algorithm", "bytes", "ip", "dtype", "op", "rt", "predicted_us",
@@ -246,6 +338,18 @@ std::string format_comparison(const CompareResult& result, const std::string& pr
                 result.rows.size(), result.with_error, result.median_abs_error * 100,
                 result.p90_abs_error * 100);
   o += summary;
+  if (!result.bands.empty()) {
+    char line[160];
+    std::snprintf(line, sizeof line, "# By size (nccl-tests size column): %-16s %6s %9s %9s\n",
+                  "band", "rows", "median", "worst");
+    o += line;
+    for (const BandSummary& b : result.bands) {
+      std::snprintf(line, sizeof line, "#%35s %-16s %6zu %9s %9s\n", "", b.name.c_str(), b.rows,
+                    band_percent(b, b.median_abs_error).c_str(),
+                    band_percent(b, b.worst_abs_error).c_str());
+      o += line;
+    }
+  }
   if (!result.worst.empty()) {
     o += "# Worst rows:\n";
     for (std::size_t i : result.worst) o += "#  " + row_line(result.rows[i]) + "\n";
@@ -281,6 +385,21 @@ Json comparison_to_json(const CompareResult& result, const std::string& predicte
   for (std::size_t i : result.worst) worst.push_back(row_json(result.rows[i]));
   summary["worst"] = std::move(worst);
   j["summary"] = std::move(summary);
+  if (!result.match.empty()) j["match"] = result.match;
+  if (!result.bands.empty()) {
+    Json bands = Json::array();
+    for (const BandSummary& b : result.bands) {
+      Json e = Json::object();
+      e["band"] = b.name;
+      e["min_bytes"] = b.lo;
+      e["max_bytes"] = b.hi < 0 ? Json(nullptr) : Json(b.hi);
+      e["rows"] = b.rows;
+      e["median_abs_error"] = b.rows ? Json(b.median_abs_error) : Json(nullptr);
+      e["worst_abs_error"] = b.rows ? Json(b.worst_abs_error) : Json(nullptr);
+      bands.push_back(std::move(e));
+    }
+    j["bands"] = std::move(bands);
+  }
   Json pred_only = Json::array(), meas_only = Json::array();
   for (const RowKey& k : result.predicted_only) pred_only.push_back(key_json(k));
   for (const RowKey& k : result.measured_only) meas_only.push_back(key_json(k));

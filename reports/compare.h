@@ -26,16 +26,49 @@ struct RowKey {
   bool operator==(const RowKey&) const = default;
 };
 
+// The key of a report's row (dtype/op/root effective, as printed).
+RowKey row_key(const Report& report, const ResultRow& row);
+
 struct MatchedRow {
-  RowKey key;  // in_place is the measured row's
+  RowKey key;  // in_place is the measured row's; algorithm the predicted one's
+  // With --match: the measured row's algorithm ("nccl", "native"); else empty.
+  std::string measured_algorithm;
   double predicted_us = 0;
   double measured_us = 0;
   // (predicted - measured) / measured; empty when the measured time is 0.
   std::optional<double> rel_error;
 };
 
+// The |error| of the rows whose nccl-tests size column lies in [lo, hi).
+struct BandSummary {
+  std::string name;      // "< 1 MiB", "1 MiB - 64 MiB", ">= 64 MiB", "all"
+  std::int64_t lo = 0;   // bytes, inclusive
+  std::int64_t hi = -1;  // bytes, exclusive; -1 = no bound
+  std::size_t rows = 0;  // rows with an error in the band
+  double median_abs_error = 0;
+  double worst_abs_error = 0;
+};
+
+// The size bands of the band summary: below 1 MiB, 1 MiB to below 64 MiB,
+// 64 MiB and more (the size is nccl-tests' size column).
+inline constexpr std::int64_t kBandEdges[] = {1 << 20, 64 << 20};
+
+struct CompareOptions {
+  std::int64_t min_bytes = 0;
+  // --match ALGO: the predicted rows of ALGO against the measured rows of
+  // algorithm "nccl" or "native" (a library's own collective, e.g. what
+  // nccl-tests measured), row by row; other rows of either report are left
+  // out. Empty: rows match by algorithm name.
+  std::string match;
+  // Add the per-band summary (BandSummary): on with --match and for
+  // nccl-tests inputs.
+  bool bands = false;
+};
+
 struct CompareResult {
-  std::vector<MatchedRow> rows;  // in the measured report's order
+  std::string match;               // CompareOptions::match
+  std::vector<BandSummary> bands;  // the three bands, then "all"; empty unless asked
+  std::vector<MatchedRow> rows;    // in the measured report's order
   std::vector<RowKey> predicted_only;
   std::vector<RowKey> measured_only;
   std::size_t with_error = 0;  // rows that have a rel_error
@@ -55,12 +88,20 @@ CompareResult compare_reports(const Report& predicted, const Report& measured,
                               const std::string& predicted_name = "predicted",
                               const std::string& measured_name = "measured");
 
+// The same with --match and the band summary (CompareOptions). With a match,
+// UsageError also when the predicted report has no row of that algorithm or
+// the measured one no "nccl"/"native" row.
+CompareResult compare_reports(const Report& predicted, const Report& measured,
+                              const CompareOptions& options, const std::string& predicted_name,
+                              const std::string& measured_name);
+
 // Repeats of one measurement (the same bench command run several times) as
 // one report: the first report's rows, each row's time_us the median over the
 // repeats (the mean of the middle two for an even count) and its bandwidths
 // recomputed from it. Every repeat must hold the same rows (same keys, same
-// ranks); otherwise FileError naming the repeat and the row. One report is
-// returned unchanged.
+// ranks; a row that appears several times in a run, e.g. nccl-tests' rows of
+// 0 bytes, pairs by occurrence); otherwise FileError naming the repeat and
+// the row. One report is returned unchanged.
 Report median_of_repeats(const std::vector<Report>& repeats, const std::vector<std::string>& names);
 
 // The q-quantile (0..1) of `values` with linear interpolation between the
@@ -68,12 +109,12 @@ Report median_of_repeats(const std::vector<Report>& repeats, const std::vector<s
 // 0 for an empty vector.
 double quantile(std::vector<double> values, double q);
 
-// The printed report: one line per matched row, the summary, the worst rows
-// and the unmatched rows.
+// The printed report: one line per matched row, the summary (and the band
+// summary when there is one), the worst rows and the unmatched rows.
 std::string format_comparison(const CompareResult& result, const std::string& predicted_name,
                               const std::string& measured_name);
 
-// The --json form (docs/REPORTS.md).
+// The --json form (docs/REPORTS.md); "match" and "bands" only when set.
 Json comparison_to_json(const CompareResult& result, const std::string& predicted_name,
                         const std::string& measured_name, std::int64_t min_bytes);
 

@@ -474,7 +474,18 @@ std::string render_html_report(const std::vector<NamedReport>& inputs) {
                        std::string(to_string(r.backend)) + ", " + std::to_string(r.ranks) +
                        " ranks";
     if (r.topology) desc += ", topology " + r.topology->name;
-    desc += ", collkit " + r.collkit_version;
+    if (!r.collkit_version.empty()) {
+      desc += ", collkit " + r.collkit_version;
+    } else if (r.extra.is_object() && r.extra.contains("source_format") &&
+               r.extra["source_format"].is_string()) {
+      // Another tool's file (nccl-tests): say which, and its versions.
+      desc += ", " + r.extra["source_format"].get<std::string>();
+      for (const auto& [key, label] :
+           {std::pair<const char*, const char*>{"nccl_tests_version", " version "},
+            {"nccl_version", ", NCCL "}})
+        if (r.extra.contains(key) && r.extra[key].is_string())
+          desc += label + r.extra[key].get<std::string>();
+    }
     o += "<li>" + html_escape(desc) + "</li>\n";
   }
   o += "</ul>\n";

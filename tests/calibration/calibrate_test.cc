@@ -462,5 +462,68 @@ TEST(Calibrate, RejectsSimulatedReportsAndOtherRankCounts) {
       FileError);
 }
 
+// nccl-tests rows (algorithm "nccl", NCCL's own choice) have no schedule of
+// their own: --match names the collkit algorithm that stands for them. Rows
+// simulated as ring on the truth and relabelled "nccl" fit back to the truth.
+TEST(Calibrate, MatchStandsForNcclRows) {
+  const std::unique_ptr<Topology> base =
+      parse_topology(ring_text(10, 5, 0.1, 1000, 100), "base.json");
+  std::vector<CalibrationInput> in;
+  for (CalibrationInput& c :
+       truth_reports(0, NetModel::flow, {1024, 16384, 65536, 262144, 1 << 20, 4 << 20})) {
+    std::vector<ResultRow> rows;
+    for (ResultRow& r : c.report.results)
+      if (r.algorithm == "ring") {
+        r.algorithm = "nccl";
+        rows.push_back(r);
+      }
+    if (rows.empty()) continue;
+    c.report.results = rows;
+    c.report.backend = Backend::nccl;
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      c.row_names.push_back(c.file + ":" + std::to_string(10 + i));
+    in.push_back(c);
+  }
+  ASSERT_EQ(in.size(), 2u);  // all_reduce and all_gather rings
+  // Without --match: the registered algorithm named "nccl" when there is
+  // one, else an error naming the row by its line and saying what to do.
+  bool nccl_registered = false;
+  for (const AlgorithmDef* def : algorithms_for(Collective::all_reduce))
+    nccl_registered = nccl_registered || def->name == "nccl";
+  if (nccl_registered) {
+    EXPECT_NO_THROW(calibrate(in, *base));
+  } else {
+    try {
+      calibrate(in, *base);
+      FAIL() << "expected FileError";
+    } catch (const FileError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("m0.json:10: algorithm: 'nccl'", 0), 0u) << e.what();
+      EXPECT_NE(std::string(e.what()).find("give --match ALGO"), std::string::npos) << e.what();
+    }
+  }
+  CalibrateOptions options;
+  options.match = "ring";
+  const CalibrationResult r = calibrate(in, *base, options);
+  EXPECT_EQ(r.points.size(), 12u);
+  EXPECT_EQ(r.points[0].algorithm, "nccl as ring");
+  // Ring rows alone cannot tell the link from the copy and reduction
+  // bandwidths apart, but the fit of the times is exact: the rows were
+  // simulated as the ring schedules they came from.
+  EXPECT_LT(r.max_abs_error, 1e-7);
+  EXPECT_NE(format_calibration(r).find("# rows of algorithm nccl or native simulated as ring"),
+            std::string::npos);
+  // Another algorithm standing for them does not fit: the choice matters.
+  options.match = "recursive_doubling";
+  EXPECT_GT(calibrate(in, *base, options).max_abs_error, 1e-3);
+  // An unknown --match names the flag.
+  options.match = "nosuch";
+  try {
+    calibrate(in, *base, options);
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("--match nosuch: unknown algorithm", 0), 0u) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace collkit

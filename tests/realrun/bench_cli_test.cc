@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "reports/inputs.h"
 #include "reports/report.h"
 #ifdef COLLKIT_HAVE_CUDA
 #include "realrun/device/cuda_util.h"
@@ -158,6 +159,49 @@ TEST_F(BenchCliTest, InPlaceNotDefinedPrintsNA) {
   EXPECT_NE(r.output.find("     N/A     N/A     N/A     N/A"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("# in-place: N/A (in-place all_to_all is not defined"), std::string::npos)
       << r.output;
+}
+
+// -J: nccl-tests' JSON schema, one file per algorithm, reading back (through
+// the nccl-tests reader) as the rows of the --json report.
+TEST_F(BenchCliTest, NcclTestsJsonPerAlgorithm) {
+  const auto dir = std::filesystem::temp_directory_path() / "collkit_bench_cli_test_J";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string json = (dir / "m.json").string();
+  const Result r = run(bench(3,
+                             "--collective all_gather --algorithm ring,native -b 1K -e 4K -f 2 "
+                             "-n 2 -w 1 --json " +
+                                 json + " -J " + (dir / "nt.json").string()));
+  ASSERT_EQ(r.rc, 0) << r.output;
+  const Report rep = read_report(json);
+  for (const char* algorithm : {"ring", "native"}) {
+    SCOPED_TRACE(algorithm);
+    const auto path = dir / ("nt." + std::string(algorithm) + ".json");
+    ASSERT_TRUE(std::filesystem::exists(path));
+    const std::vector<InputRun> runs = read_runs(path.string());
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].format, InputFormat::nccl_tests_json);
+    const Report& back = runs[0].report;
+    EXPECT_EQ(back.ranks, 3);
+    EXPECT_EQ(back.backend, Backend::mpi);
+    std::vector<const ResultRow*> expected;
+    for (const ResultRow& row : rep.results)
+      if (row.algorithm == algorithm) expected.push_back(&row);
+    ASSERT_EQ(back.results.size(), expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_EQ(back.results[i].algorithm, algorithm);
+      EXPECT_EQ(back.results[i].bytes, expected[i]->bytes);
+      EXPECT_EQ(back.results[i].count, expected[i]->count);
+      EXPECT_EQ(back.results[i].in_place, expected[i]->in_place);
+      EXPECT_EQ(back.results[i].time_us, expected[i]->time_us);
+      EXPECT_EQ(back.results[i].busbw_gbps, expected[i]->busbw_gbps);
+      EXPECT_EQ(back.results[i].wrong, expected[i]->wrong);
+    }
+  }
+  // A -J path in a directory that does not exist: exit 2 before measuring.
+  expect_usage_error(bench(2, "--collective all_reduce -J /nonexistent/dir/nt.json"),
+                     "/nonexistent/dir/nt.json");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

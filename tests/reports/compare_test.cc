@@ -244,5 +244,118 @@ TEST(Compare, TextAndJsonForms) {
   EXPECT_EQ(j["measured_only"].size(), 0u);
 }
 
+// --match: the simulated ring against NCCL's own rows, per size band. Errors
+// chosen by hand: 512 KiB +10% and -30% (in place), 1 MiB +20%, 32 MiB -5%,
+// 64 MiB +2%, 1 GiB -1%.
+TEST(CompareMatch, PredictedAlgorithmAgainstNcclRowsPerBand) {
+  const Report p =
+      report(ReportMode::simulate,
+             {row("ring", 512 << 10, 110), row("tree", 512 << 10, 1), row("ring", 1 << 20, 120),
+              row("ring", 32 << 20, 95), row("ring", 64 << 20, 102), row("ring", 1 << 30, 99),
+              row("ring", std::int64_t{4} << 30, 7)});
+  const Report m =
+      report(ReportMode::measure,
+             {row("nccl", 512 << 10, 100), row("nccl", 512 << 10, 110 / 0.7, true),
+              row("nccl", 1 << 20, 100), row("native", 32 << 20, 100), row("nccl", 64 << 20, 100),
+              row("nccl", 1 << 30, 100), row("ring", 1 << 30, 1)});
+  CompareOptions o;
+  o.match = "ring";
+  o.bands = true;
+  const CompareResult r = compare_reports(p, m, o, "s.json", "log.txt");
+  ASSERT_EQ(r.rows.size(), 6u);  // the measured ring row is not NCCL's: left out
+  EXPECT_EQ(r.rows[0].key.algorithm, "ring");
+  EXPECT_EQ(r.rows[0].measured_algorithm, "nccl");
+  EXPECT_EQ(r.rows[3].measured_algorithm, "native");
+  EXPECT_NEAR(*r.rows[1].rel_error, -0.3, 1e-12);
+  EXPECT_TRUE(r.rows[1].key.in_place);
+  EXPECT_NEAR(*r.rows[3].rel_error, -0.05, 1e-12);
+  // The 4 GiB ring row has no NCCL row; the tree row is not asked for.
+  ASSERT_EQ(r.predicted_only.size(), 1u);
+  EXPECT_EQ(r.predicted_only[0].bytes, std::int64_t{4} << 30);
+  EXPECT_TRUE(r.measured_only.empty());
+  ASSERT_EQ(r.bands.size(), 4u);
+  EXPECT_EQ(r.bands[0].name, "< 1 MiB");
+  EXPECT_EQ(r.bands[0].rows, 2u);  // |+10%|, |-30%|
+  EXPECT_NEAR(r.bands[0].median_abs_error, 0.2, 1e-12);
+  EXPECT_NEAR(r.bands[0].worst_abs_error, 0.3, 1e-12);
+  EXPECT_EQ(r.bands[1].rows, 2u);  // 1 MiB +20%, 32 MiB -5%
+  EXPECT_NEAR(r.bands[1].median_abs_error, 0.125, 1e-12);
+  EXPECT_NEAR(r.bands[1].worst_abs_error, 0.2, 1e-12);
+  EXPECT_EQ(r.bands[2].rows, 2u);  // 64 MiB +2%, 1 GiB -1%
+  EXPECT_NEAR(r.bands[2].median_abs_error, 0.015, 1e-12);
+  EXPECT_NEAR(r.bands[2].worst_abs_error, 0.02, 1e-12);
+  EXPECT_EQ(r.bands[3].rows, 6u);
+  EXPECT_NEAR(r.bands[3].median_abs_error, 0.075, 1e-12);  // (5% + 10%) / 2
+  EXPECT_NEAR(r.bands[3].worst_abs_error, 0.3, 1e-12);
+  const std::string text = format_comparison(r, "s.json", "log.txt");
+  EXPECT_NE(text.find("ring vs nccl"), std::string::npos) << text;
+  EXPECT_NE(text.find("ring vs native"), std::string::npos) << text;
+  EXPECT_NE(text.find("# --match ring:"), std::string::npos) << text;
+  EXPECT_NE(text.find("< 1 MiB               2     20.0%     30.0%"), std::string::npos) << text;
+  EXPECT_NE(text.find("all                   6      7.5%     30.0%"), std::string::npos) << text;
+  const Json j = comparison_to_json(r, "s.json", "log.txt", 0);
+  EXPECT_EQ(j["match"], "ring");
+  EXPECT_EQ(j["rows"][0]["algorithm"], "ring");
+  EXPECT_EQ(j["rows"][0]["measured_algorithm"], "nccl");
+  ASSERT_EQ(j["bands"].size(), 4u);
+  EXPECT_EQ(j["bands"][1]["min_bytes"], 1 << 20);
+  EXPECT_EQ(j["bands"][1]["max_bytes"], 64 << 20);
+  EXPECT_EQ(j["bands"][2]["max_bytes"], nullptr);
+  EXPECT_DOUBLE_EQ(j["bands"][2]["worst_abs_error"].get<double>(), r.bands[2].worst_abs_error);
+  // Without --match nothing of the above shows: the output of earlier uses.
+  const CompareResult plain = compare_reports(predicted5(), measured5(), 0, "p.json", "m.json");
+  EXPECT_TRUE(plain.bands.empty());
+  EXPECT_EQ(format_comparison(plain, "p.json", "m.json").find("--match"), std::string::npos);
+  EXPECT_FALSE(comparison_to_json(plain, "p.json", "m.json", 0).contains("bands"));
+}
+
+TEST(CompareMatch, AnEmptyBandPrintsADash) {
+  CompareOptions o;
+  o.match = "ring";
+  o.bands = true;
+  const CompareResult r =
+      compare_reports(report(ReportMode::simulate, {row("ring", 1024, 11)}),
+                      report(ReportMode::measure, {row("nccl", 1024, 10)}), o, "s.json", "m.json");
+  EXPECT_EQ(r.bands[1].rows, 0u);
+  const std::string text = format_comparison(r, "s.json", "m.json");
+  EXPECT_NE(text.find("1 MiB - 64 MiB        0         -         -"), std::string::npos) << text;
+}
+
+TEST(CompareMatch, SaysWhatIsMissing) {
+  CompareOptions o;
+  o.match = "tree";
+  try {
+    compare_reports(predicted5(), measured5(), o, "s.json", "m.json");
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--match tree: s.json has no row of algorithm 'tree'"),
+              std::string::npos)
+        << e.what();
+  }
+  o.match = "ring";
+  try {
+    compare_reports(predicted5(), measured5(), o, "s.json", "m.json");
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--match ring: m.json has no row of algorithm 'nccl' or "
+                                         "'native'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// nccl-tests prints several rows of 0 bytes (all_gather of 8..64 B on 8
+// ranks): repeats pair them by occurrence.
+TEST(MedianOfRepeats, RepeatedRowsPairByOccurrence) {
+  const Report a =
+      report(ReportMode::measure, {row("nccl", 0, 1), row("nccl", 0, 10), row("nccl", 1024, 5)});
+  const Report b =
+      report(ReportMode::measure, {row("nccl", 0, 3), row("nccl", 0, 30), row("nccl", 1024, 7)});
+  const Report m = median_of_repeats({a, b}, {"a.txt", "b.txt"});
+  EXPECT_DOUBLE_EQ(m.results[0].time_us, 2);
+  EXPECT_DOUBLE_EQ(m.results[1].time_us, 20);
+  EXPECT_DOUBLE_EQ(m.results[2].time_us, 6);
+}
+
 }  // namespace
 }  // namespace collkit

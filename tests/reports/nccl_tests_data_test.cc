@@ -1,0 +1,317 @@
+// The nccl-tests reader on the public runs in tests/data/nccl-tests/
+// (SOURCES.md there says where each comes from): every file parses, the row
+// count and the first and last rows are those of the file (typed in here),
+// and busbw recomputed from the time with nccl-tests' factor matches the
+// printed busbw within the printed rounding, row by row, independently of the
+// reader's own checks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/nccl_sizes.h"
+#include "reports/inputs.h"
+#include "reports/nccl_tests.h"
+
+namespace collkit {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Figures {
+  double time, algbw, busbw;
+};
+
+struct DataFile {
+  const char* name;
+  Collective collective;
+  int ranks;          // as the run had them
+  bool ranks_needed;  // the file's nThread x nGpus is not the rank count (one process per GPU)
+  int table_rows;
+  const char* dtype;
+  std::int64_t first_bytes, first_count;
+  Figures first_oop, first_ip;
+  std::int64_t last_bytes, last_count;
+  Figures last_oop, last_ip;
+  double avg_busbw;
+};
+
+const DataFile kFiles[] = {
+    {"h100x16_2node_allreduce_ring_nccl-tests-issue309-gjaion-minctas24-qps2.txt",
+     Collective::all_reduce,
+     16,
+     true,
+     14,
+     "float",
+     1048576,
+     262144,
+     {156.9, 6.68, 12.53},
+     {154.1, 6.81, 12.76},
+     8589934592,
+     2147483648,
+     {41015, 209.43, 392.69},
+     {41056, 209.22, 392.30},
+     248.186},
+    {"h100x80_10node_allreduce_xxrjun-cluster01.txt",
+     Collective::all_reduce,
+     80,
+     true,
+     10,
+     "double",
+     33554432,
+     4194304,
+     {798.52, 42.02, 82.99},
+     {857.09, 39.15, 77.32},
+     17179869184,
+     2147483648,
+     {105854, 162.30, 320.54},
+     {105146, 163.39, 322.70},
+     265.631},
+    {"h100x8_allgather_ring_together-nccl-tests.txt",
+     Collective::all_gather,
+     8,
+     false,
+     31,
+     "float",
+     0,
+     0,
+     {0.89, 0.00, 0.00},
+     {0.95, 0.00, 0.00},
+     8589934592,
+     268435456,
+     {20935.4, 410.31, 359.02},
+     {20681.9, 415.34, 363.42},
+     110.727},
+    {"h100x8_allgather_xxrjun-cluster01-cnode3-002.txt",
+     Collective::all_gather,
+     8,
+     true,
+     10,
+     "double",
+     33554432,
+     524288,
+     {123.44, 271.83, 237.85},
+     {120.61, 278.20, 243.43},
+     17179869184,
+     268435456,
+     {41542.0, 413.55, 361.86},
+     {41068.7, 418.32, 366.03},
+     328.618},
+    {"h100x8_allreduce_nvls_together-nccl-tests.txt",
+     Collective::all_reduce,
+     8,
+     false,
+     31,
+     "float",
+     8,
+     2,
+     {36.22, 0.00, 0.00},
+     {35.03, 0.00, 0.00},
+     8589934592,
+     2147483648,
+     {31372.3, 273.81, 479.16},
+     {31327.3, 274.20, 479.85},
+     145.92},
+    {"h100x8_allreduce_ring_together-nccl-tests.txt",
+     Collective::all_reduce,
+     8,
+     false,
+     31,
+     "float",
+     8,
+     2,
+     {37.33, 0.00, 0.00},
+     {37.79, 0.00, 0.00},
+     8589934592,
+     2147483648,
+     {40848.8, 210.29, 368.00},
+     {40841.7, 210.32, 368.06},
+     123.035},
+    {"h100x8_allreduce_xxrjun-cluster01-cnode3-002.txt",
+     Collective::all_reduce,
+     8,
+     true,
+     10,
+     "double",
+     33554432,
+     4194304,
+     {182.87, 183.49, 321.10},
+     {182.88, 183.48, 321.08},
+     17179869184,
+     2147483648,
+     {62340.7, 275.58, 482.27},
+     {62359.0, 275.50, 482.12},
+     437.957},
+    {"h100x8_alltoall_xxrjun-cluster01-cnode3-002.txt",
+     Collective::all_to_all,
+     8,
+     true,
+     10,
+     "double",
+     33554432,
+     524288,
+     {124.79, 268.89, 235.28},
+     {123.64, 271.39, 237.47},
+     17179869184,
+     268435456,
+     {43193.3, 397.74, 348.03},
+     {43289.4, 396.86, 347.25},
+     313.838},
+    {"h100x8_reducescatter_nvls_together-nccl-tests.txt",
+     Collective::reduce_scatter,
+     8,
+     false,
+     31,
+     "float",
+     0,
+     0,
+     {0.94, 0.00, 0.00},
+     {0.92, 0.00, 0.00},
+     8589934592,
+     268435456,
+     {20767.1, 413.63, 361.93},
+     {20643.2, 416.11, 364.10},
+     111.49},
+    {"h100x8_reducescatter_xxrjun-cluster01-cnode3-002.txt",
+     Collective::reduce_scatter,
+     8,
+     true,
+     10,
+     "double",
+     33554432,
+     524288,
+     {111.83, 300.05, 262.55},
+     {111.63, 300.58, 263.01},
+     17179869184,
+     268435456,
+     {41211.4, 416.87, 364.76},
+     {41174.3, 417.25, 365.09},
+     330.721},
+};
+
+fs::path data_dir() { return fs::path(COLLKIT_SOURCE_DIR) / "tests" / "data" / "nccl-tests"; }
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Half of the last printed digit of a number as printed ("183.49" -> 0.005).
+double half_ulp(const std::string& s) {
+  const std::size_t dot = s.find('.');
+  return 0.5 *
+         std::pow(10.0, -(dot == std::string::npos ? 0 : static_cast<int>(s.size() - dot - 1)));
+}
+
+void expect_row(const ResultRow& r, std::int64_t bytes, std::int64_t count, bool in_place,
+                const Figures& f) {
+  EXPECT_EQ(r.bytes, bytes);
+  EXPECT_EQ(r.count, count);
+  EXPECT_EQ(r.in_place, in_place);
+  EXPECT_EQ(r.algorithm, "nccl");
+  EXPECT_DOUBLE_EQ(r.time_us, f.time);
+  EXPECT_DOUBLE_EQ(r.algbw_gbps, f.algbw);
+  EXPECT_DOUBLE_EQ(r.busbw_gbps, f.busbw);
+}
+
+TEST(NcclTestsData, AllTenFilesAreHere) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(data_dir())) n += e.path().extension() == ".txt";
+  EXPECT_EQ(n, 10);
+  EXPECT_EQ(std::size(kFiles), 10u);
+}
+
+TEST(NcclTestsData, EveryFileParsesWithItsRowsAndFigures) {
+  for (const DataFile& d : kFiles) {
+    SCOPED_TRACE(d.name);
+    const fs::path path = data_dir() / d.name;
+    ReadOptions o;
+    o.collective = d.collective;  // the copies do not name the binary
+    if (d.ranks_needed) o.ranks = d.ranks;
+    const std::vector<InputRun> runs = read_runs(path.string(), o);
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].format, InputFormat::nccl_tests_text);
+    const Report& r = runs[0].report;
+    EXPECT_EQ(r.ranks, d.ranks);
+    EXPECT_EQ(r.mode, ReportMode::measure);
+    EXPECT_EQ(to_string(r.dtype), d.dtype);
+    ASSERT_EQ(r.results.size(), 2u * d.table_rows);
+    for (const ResultRow& row : r.results) EXPECT_EQ(row.collective, d.collective);
+    expect_row(r.results[0], d.first_bytes, d.first_count, false, d.first_oop);
+    expect_row(r.results[1], d.first_bytes, d.first_count, true, d.first_ip);
+    expect_row(r.results[r.results.size() - 2], d.last_bytes, d.last_count, false, d.last_oop);
+    expect_row(r.results.back(), d.last_bytes, d.last_count, true, d.last_ip);
+    EXPECT_DOUBLE_EQ(r.extra["avg_busbw"].get<double>(), d.avg_busbw);
+    // The alltoall run did not check in place: #wrong N/A.
+    EXPECT_EQ(r.results[1].wrong, d.collective == Collective::all_to_all ? -1 : 0);
+    EXPECT_EQ(r.results[0].wrong, 0);
+  }
+}
+
+// busbw from the time with nccl-tests' factors, against the printed busbw,
+// reading the file's columns here (not through the reader).
+TEST(NcclTestsData, BusbwRecomputedFromTimeMatchesThePrintedBusbw) {
+  int rows = 0;
+  for (const DataFile& d : kFiles) {
+    SCOPED_TRACE(d.name);
+    std::istringstream in(slurp(data_dir() / d.name));
+    std::string line;
+    int table_rows = 0;
+    while (std::getline(in, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      std::istringstream cols(line);
+      std::vector<std::string> c;
+      for (std::string w; cols >> w;) c.push_back(w);
+      ASSERT_EQ(c.size(), 13u) << line;
+      ++table_rows;
+      const double bytes = std::stod(c[0]);
+      for (int g : {5, 9}) {
+        const double t = std::stod(c[g]);
+        const double busbw = std::stod(c[g + 2]);
+        const double factor = busbw_factor(d.collective, d.ranks);
+        const double recomputed = bytes / (t * 1e3) * factor;
+        // The time is printed to a few digits: the recomputed busbw is good
+        // to recomputed x dt / t, the printed one to half its last digit.
+        const double tolerance =
+            half_ulp(c[g + 2]) + recomputed * half_ulp(c[g]) / (t - half_ulp(c[g])) + 1e-9;
+        EXPECT_NEAR(recomputed, busbw, tolerance) << line;
+        ++rows;
+      }
+    }
+    EXPECT_EQ(table_rows, d.table_rows);
+  }
+  EXPECT_EQ(rows, 2 * (14 + 10 + 31 + 10 + 31 + 31 + 10 + 10 + 31 + 10));
+}
+
+// One process per GPU and no "# Rank" lines in the copies: nThread x nGpus
+// (1) is not the rank count, which the busbw (or size and count) columns
+// show, and the error says which count fits.
+TEST(NcclTestsData, AWrongRankCountIsCaughtWithTheCountThatFits) {
+  for (const DataFile& d : kFiles) {
+    if (!d.ranks_needed) continue;
+    SCOPED_TRACE(d.name);
+    ReadOptions o;
+    o.collective = d.collective;
+    try {
+      read_runs((data_dir() / d.name).string(), o);
+      ADD_FAILURE() << "no error";
+    } catch (const FileError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(std::string(d.name) + ":"), std::string::npos) << what;
+      EXPECT_NE(what.find("the row fits p = " + std::to_string(d.ranks) + ": give --ranks " +
+                          std::to_string(d.ranks)),
+                std::string::npos)
+          << what;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace collkit
