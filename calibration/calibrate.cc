@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -14,6 +15,7 @@
 #include "algorithms/registry.h"
 #include "core/error.h"
 #include "reports/nccl_tests.h"
+#include "sim/nccl.h"
 #include "sim/sweep.h"
 
 namespace collkit {
@@ -22,13 +24,35 @@ namespace {
 // The base network with every link's props replaced by its class's trial
 // values and every endpoint's by one trial pair. Routes stay the base's, so
 // the fit never changes which links a transfer crosses.
+//
+// A class's protocol latencies (GPU networks) follow its fitted latency: the
+// one latency parameter scales them all by fitted / base.
 class TrialTopology : public Topology {
  public:
-  explicit TrialTopology(const Topology& base) : base_(base) {}
+  explicit TrialTopology(const Topology& base) : base_(base) {
+    name = base.name;
+    devices_per_node = base.devices_per_node;
+    rank_node = base.rank_node;
+    for (int i = 0; i < 3; ++i) protocols[i] = base.protocols[i];
+    default_protocol = base.default_protocol;
+    nccl = base.nccl;
+  }
   int num_ranks() const override { return base_.num_ranks(); }
   std::int64_t num_links() const override { return base_.num_links(); }
   EndpointProps endpoint(int) const override { return endpoint_; }
-  LinkProps link(LinkId id) const override { return classes_[base_.link_class(id)]; }
+  LinkProps link(LinkId id) const override {
+    const auto c = static_cast<std::size_t>(base_.link_class(id));
+    LinkProps l = classes_[c];
+    const LinkProps& b = base_classes_[c];
+    if (b.has_protocol_latency() && b.latency > 0)
+      for (int i = 0; i < 3; ++i)
+        if (b.protocol_latency[i] >= 0)
+          l.protocol_latency[i] = b.protocol_latency[i] * l.latency / b.latency;
+    return l;
+  }
+  int in_network_side(LinkId id, double& bandwidth) const override {
+    return base_.in_network_side(id, bandwidth);
+  }
   std::string link_name(LinkId id) const override { return base_.link_name(id); }
   void route(int src, int dst, std::vector<LinkId>& out) const override {
     base_.route(src, dst, out);
@@ -39,6 +63,7 @@ class TrialTopology : public Topology {
   std::int64_t num_nodes() const override { return base_.num_nodes(); }
 
   std::vector<LinkProps> classes_;
+  std::vector<LinkProps> base_classes_;
   EndpointProps endpoint_;
 
  private:
@@ -71,6 +96,10 @@ struct Point {
   const ResultRow* result = nullptr;
   std::string algorithm;  // the schedule's (fitted_algorithm)
   std::unique_ptr<Schedule> schedule;
+  // The first point with the same collective, algorithm, size, type, op and
+  // root: repeats (the in-place and out-of-place columns, several logs of
+  // one sweep) are simulated once per evaluation.
+  std::size_t same_as = 0;
 };
 
 // Whether some rank of the schedule copies data locally (a `copy` op of at
@@ -185,9 +214,10 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
   result.min_bytes = options.min_bytes;
   result.match = options.match;
   std::vector<Point> points;
-  std::set<std::tuple<int, std::string, std::int64_t, int, int, int>> distinct;
+  std::map<std::tuple<int, std::string, std::int64_t, int, int, int>, std::size_t> distinct;
   bool any_reduction = false;
   bool any_copy = false;
+  std::optional<NcclContext> nccl_ctx;
   for (const CalibrationInput& in : inputs) {
     const Report& r = in.report;
     if (r.mode != ReportMode::measure)
@@ -252,7 +282,20 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
       pt.result = &row;
       pt.algorithm = *algorithm;
       try {
-        pt.schedule = make_schedule(spec);
+        if (is_nccl_algorithm(*algorithm)) {
+          // NCCL's own choice (or a named nccl variant), made on the base as
+          // the simulator makes it: plan, protocol, channels.
+          if (!nccl_ctx) nccl_ctx = nccl_context(base, p);
+          const std::size_t colon = algorithm->find(':');
+          std::string variant = colon == std::string::npos ? "" : algorithm->substr(colon + 1);
+          if (variant == "auto") variant.clear();
+          const NcclChoice choice =
+              nccl_choose(*nccl_ctx, spec.collective, spec.count * spec.elem_size, dtype,
+                          row.op.value_or(r.op), variant);
+          pt.schedule = make_schedule(nccl_schedule_spec(spec, *nccl_ctx, choice, base));
+        } else {
+          pt.schedule = make_schedule(spec);
+        }
       } catch (const UsageError& e) {
         if (*algorithm != row.algorithm)
           throw UsageError("--match " + *algorithm + ": " + e.what() + " (for the '" +
@@ -261,8 +304,13 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
       }
       any_reduction = any_reduction || is_reduction(row.collective);
       any_copy = any_copy || has_local_copy(*pt.schedule);
-      distinct.emplace(static_cast<int>(row.collective), row.algorithm, row.bytes,
-                       static_cast<int>(dtype), static_cast<int>(row.op.value_or(r.op)), spec.root);
+      pt.same_as = distinct
+                       .emplace(std::make_tuple(static_cast<int>(row.collective), *algorithm,
+                                                row.bytes, static_cast<int>(dtype),
+                                                static_cast<int>(row.op.value_or(r.op)), spec.root),
+                                points.size())
+                       .first->second;
+      if (pt.same_as != points.size()) pt.schedule.reset();
       points.push_back(std::move(pt));
     }
   }
@@ -279,6 +327,7 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
     class_example[c] = base.link_name(id);
     trial.classes_[c] = base.link(id);
   }
+  trial.base_classes_ = trial.classes_;
   std::vector<bool> class_used(class_links.size(), false);
   std::vector<LinkId> route;
   for (int s = 0; s < p; ++s)
@@ -315,7 +364,8 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
   // the cache (else no point could tell it).
   if (trial.endpoint_.cache_bytes > 0) {
     bool past = false;
-    for (const Point& pt : points) past = past || past_cache(*pt.schedule, trial.endpoint_);
+    for (const Point& pt : points)
+      past = past || (pt.schedule && past_cache(*pt.schedule, trial.endpoint_));
     if (past)
       params.push_back({ParamKind::dram_factor, -1, "endpoint dram_factor",
                         trial.endpoint_.dram_factor, 0, true});
@@ -353,14 +403,18 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
   };
   SimOptions sim_options;
   sim_options.model = options.model;
+  sim_options.launch_devices = options.launch_devices;
   // Relative residuals: every point weighs the same whatever its size.
   const auto raw_residuals = [&](const std::vector<double>& t) {
     apply(t);
     std::vector<double> r(points.size());
-    for (std::size_t i = 0; i < points.size(); ++i)
-      r[i] =
-          simulate(*points[i].schedule, trial, sim_options).time * 1e6 / points[i].result->time_us -
-          1.0;
+    std::vector<double> us(points.size());
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      const Point& pt = points[i];
+      us[i] =
+          pt.same_as == i ? simulate(*pt.schedule, trial, sim_options).time * 1e6 : us[pt.same_as];
+      r[i] = us[i] / pt.result->time_us - 1.0;
+    }
     return r;
   };
   // Huber's loss (CalibrateOptions::huber = k): a residual beyond k counts
@@ -637,6 +691,12 @@ void replace_link_keys(Json& obj, const char* bw_key, const char* lat_key, doubl
     if (!close(base_classes[c].bandwidth, bw) || !close(base_classes[c].latency, lat)) continue;
     obj[bw_key] = fitted[c].bandwidth / 1e9;
     obj[lat_key] = fitted[c].latency * 1e6;
+    // Protocol latencies scale with the fitted latency (TrialTopology).
+    if (obj.contains("protocol_latency_us") && obj["protocol_latency_us"].is_object() &&
+        base_classes[c].latency > 0)
+      for (auto& [key, value] : obj["protocol_latency_us"].items())
+        if (value.is_number())
+          value = value.get<double>() * fitted[c].latency / base_classes[c].latency;
     return;
   }
 }

@@ -46,6 +46,9 @@ struct CalibrateOptions {
   // named "nccl" when there is one (else FileError naming --match), and
   // "native" rows are skipped.
   std::string match;
+  // How the measured calls were launched (SimOptions::launch_devices):
+  // nccl-tests -g G drives G devices from one thread.
+  int launch_devices = 1;
 };
 
 enum class ParamKind : std::uint8_t {

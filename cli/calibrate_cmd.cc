@@ -30,6 +30,7 @@ struct CalibrateArgs {
   int ranks = 0;
   std::string match;
   std::string collective;
+  std::string launch = "proc";
 };
 
 std::string read_bytes(const std::string& path, const char* what) {
@@ -52,6 +53,7 @@ void run_calibrate(const CalibrateArgs& a) {
   options.huber = a.huber;
   options.max_iterations = a.max_iterations;
   options.match = a.match;
+  options.launch_devices = parse_launch_mode(a.launch);
   const ReadOptions read = read_options(a.collective, a.ranks);
   if (a.topology.rfind("astra:", 0) == 0)
     throw UsageError("--topology " + a.topology +
@@ -140,6 +142,9 @@ void add_calibrate_command(CLI::App& app) {
                   "(0 = all endpoints); also the rank count of nccl-tests logs without '# Rank' "
                   "lines")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--launch", a->launch,
+                  "How the measured calls were launched: proc (one process per device, default) "
+                  "or group:G (one thread on G devices, as nccl-tests -g G)");
   cmd->add_option("--match", a->match,
                   "The collkit algorithm whose schedule stands for rows of algorithm nccl "
                   "(nccl-tests) or native, e.g. ring (default: the registered algorithm 'nccl', "

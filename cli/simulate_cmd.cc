@@ -62,21 +62,6 @@ std::int64_t parse_count(const std::string& flag, const std::string& text) {
   return value;
 }
 
-// --launch proc (one process per device) or group:G (one host thread
-// launches each call on G devices in turn, as nccl-tests -g G).
-int parse_launch(const std::string& text) {
-  if (text == "proc") return 1;
-  if (text.rfind("group:", 0) == 0) {
-    const std::int64_t g = parse_count("--launch group:G", text.substr(6));
-    if (g < 1 || g > 4096)
-      throw UsageError("--launch '" + text + "': G must be 1..4096 devices per launching thread");
-    return static_cast<int>(g);
-  }
-  throw UsageError("--launch '" + text +
-                   "': expected proc (one process per device) or group:G (one thread launches on "
-                   "G devices, as nccl-tests -g G)");
-}
-
 int parse_int(const std::string& flag, const std::string& text) {
   const std::int64_t v = parse_count(flag, text);
   if (v > 1 << 30) throw UsageError(flag + " '" + text + "': too large");
@@ -171,7 +156,7 @@ void run_simulate(const SimulateArgs& a) {
   }
   SimOptions options;
   options.model = parse_net_model(a.model);
-  options.launch_devices = parse_launch(a.launch);
+  options.launch_devices = parse_launch_mode(a.launch);
   if (!a.json_path.empty()) check_writable(a.json_path);
   if (!a.csv_path.empty()) check_writable(a.csv_path);
   if (!a.json_path.empty() && a.json_path == a.csv_path)

@@ -844,4 +844,21 @@ NetModel parse_net_model(std::string_view name) {
   throw UsageError("unknown network model '" + std::string(name) + "'; valid: flow, alpha-beta");
 }
 
+int parse_launch_mode(const std::string& text) {
+  const auto bad = [&](const std::string& why) {
+    return UsageError("--launch '" + text + "': " + why);
+  };
+  if (text == "proc") return 1;
+  if (text.rfind("group:", 0) != 0)
+    throw bad(
+        "expected proc (one process per device) or group:G (one thread launches on G devices, as "
+        "nccl-tests -g G)");
+  const std::string g = text.substr(6);
+  if (g.empty() || g.size() > 6 || g.find_first_not_of("0123456789") != std::string::npos)
+    throw bad("G must be a device count 1..4096");
+  const int v = std::stoi(g);
+  if (v < 1 || v > 4096) throw bad("G must be a device count 1..4096");
+  return v;
+}
+
 }  // namespace collkit

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -18,6 +19,11 @@ enum class NetModel : std::uint8_t {
 
 std::string_view to_string(NetModel m);           // "flow" | "alpha-beta"
 NetModel parse_net_model(std::string_view name);  // UsageError listing the names
+
+// The --launch flag: "proc" (one process per device) is 1, "group:G" (one
+// host thread launches on G devices, as nccl-tests -g G) is G; UsageError
+// otherwise. See SimOptions::launch_devices.
+int parse_launch_mode(const std::string& text);
 
 struct SimOptions {
   NetModel model = NetModel::flow;
