@@ -14,6 +14,7 @@
 #include "algorithms/registry.h"
 #include "core/error.h"
 #include "sim/engine.h"
+#include "sim/nccl.h"
 #include "topologies/topology.h"
 
 namespace collkit {
@@ -168,6 +169,38 @@ void BM_SweepDgxH100(benchmark::State& state) {
   state.counters["sum_sim_time_us"] = total * 1e6;
 }
 BENCHMARK(BM_SweepDgxH100)->Unit(benchmark::kMillisecond);
+
+// `collkit simulate --algorithm nccl` all_reduce of one size (256 MiB per
+// rank, float) on topologies/h100-cluster-<N>x8.json: the channel search,
+// NCCL's choice, building the schedule and simulating it, all timed. Targets:
+// N = 128 (1024 ranks, 16 channels) <= 1 s; N = 2048 (16384 ranks) <= 60 s
+// and <= 4 GiB.
+void BM_NcclCluster(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  std::unique_ptr<Topology> topo;
+  try {
+    topo = load_topology(source_dir() + "topologies/h100-cluster-" + std::to_string(nodes) +
+                         "x8.json");
+  } catch (const Error& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  const int p = topo->num_ranks();
+  const std::int64_t bytes = std::int64_t{256} << 20;
+  SimResult r;
+  NcclChoice choice;
+  for (auto _ : state) {
+    const NcclContext ctx = nccl_context(*topo, p);
+    choice = nccl_choose(ctx, Collective::all_reduce, bytes, DataType::float32, RedOp::sum, "");
+    const auto schedule =
+        make_schedule(nccl_schedule_spec(all_reduce_spec("nccl", p, bytes), ctx, choice, *topo));
+    r = simulate(*schedule, *topo);
+  }
+  report(state, r);
+  state.counters["channels"] = choice.channels;
+  state.SetLabel(describe(choice));
+}
+BENCHMARK(BM_NcclCluster)->Arg(128)->Arg(2048)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace
 }  // namespace collkit

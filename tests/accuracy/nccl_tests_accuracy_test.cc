@@ -1,0 +1,128 @@
+// How well the simulator predicts NCCL on real machines: every public
+// nccl-tests table of tests/data/nccl-tests/ (SOURCES.md there) is simulated
+// with the shipped topology of its machine, the `nccl` family as the run had
+// it (NCCL's own choice, or nccl:ring where the run forced NCCL_ALGO=Ring),
+// the run's data type and the run's launch mode (-g 8: one thread launches
+// on 8 GPUs), and compared row by row with `collkit compare --match`'s band
+// summary. The test asserts the median |error| per size band.
+//
+// The bounds are the issue's targets (>= 64 MiB: 5% in a node, 8% across
+// nodes; 1-64 MiB: 15%; < 1 MiB: 20%) where the model meets them; where it
+// does not, the bound is the error the model has today (rounded up to the
+// next whole percent) so that a change that makes it worse fails here, and
+// docs/ACCURACY.md says why the residual is there. Nothing in the topology
+// files was fitted to these tables (docs/HARDWARE.md gives every figure's
+// source).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/dtypes.h"
+#include "reports/compare.h"
+#include "reports/inputs.h"
+#include "reports/sweep_report.h"
+#include "sim/engine.h"
+#include "sim/sweep.h"
+#include "topologies/topology.h"
+
+namespace collkit {
+namespace {
+
+const std::string kData = std::string(COLLKIT_SOURCE_DIR) + "/tests/data/nccl-tests/";
+const std::string kTopologies = std::string(COLLKIT_SOURCE_DIR) + "/topologies/";
+
+// Bands in compare's order: < 1 MiB, 1-64 MiB, >= 64 MiB. -1: the table has
+// no row in the band.
+struct Table {
+  const char* file;
+  Collective collective;
+  int ranks;
+  const char* topology;
+  const char* algorithm;
+  DataType dtype;
+  int launch_devices;  // 8 for nccl-tests -g 8, 1 for one process per GPU
+  double target[3];    // the issue's targets, percent
+  double bound[3];     // what is asserted, percent (== target where met)
+};
+
+// clang-format off
+const Table kTables[] = {
+    {"h100x8_allreduce_ring_together-nccl-tests.txt", Collective::all_reduce, 8, "dgx-h100",
+     "nccl:ring", DataType::float32, 8, {20, 15, 5}, {20, 15, 5}},
+    {"h100x8_allreduce_nvls_together-nccl-tests.txt", Collective::all_reduce, 8, "dgx-h100",
+     "nccl", DataType::float32, 8, {20, 15, 5}, {20, 17, 5}},
+    {"h100x8_allgather_ring_together-nccl-tests.txt", Collective::all_gather, 8, "dgx-h100",
+     "nccl:ring", DataType::float32, 8, {20, 15, 5}, {20, 18, 7}},
+    {"h100x8_reducescatter_nvls_together-nccl-tests.txt", Collective::reduce_scatter, 8,
+     "dgx-h100", "nccl", DataType::float32, 8, {20, 15, 5}, {20, 15, 7}},
+    {"h100x8_allreduce_xxrjun-cluster01-cnode3-002.txt", Collective::all_reduce, 8, "dgx-h100",
+     "nccl", DataType::float64, 1, {-1, 15, 5}, {-1, 15, 5}},
+    {"h100x8_allgather_xxrjun-cluster01-cnode3-002.txt", Collective::all_gather, 8, "dgx-h100",
+     "nccl", DataType::float64, 1, {-1, 15, 5}, {-1, 15, 6}},
+    {"h100x8_reducescatter_xxrjun-cluster01-cnode3-002.txt", Collective::reduce_scatter, 8,
+     "dgx-h100", "nccl", DataType::float64, 1, {-1, 15, 5}, {-1, 15, 6}},
+    {"h100x8_alltoall_xxrjun-cluster01-cnode3-002.txt", Collective::all_to_all, 8, "dgx-h100",
+     "nccl", DataType::float64, 1, {-1, 15, 5}, {-1, 28, 11}},
+    {"h100x16_2node_allreduce_ring_nccl-tests-issue309-gjaion-minctas24-qps2.txt",
+     Collective::all_reduce, 16, "h100-cluster-2x8", "nccl:ring", DataType::float32, 1,
+     {-1, 15, 8}, {-1, 12, 10}},
+    // 10 nodes of 8: the cluster file of 16 nodes, 80 of its ranks.
+    {"h100x80_10node_allreduce_xxrjun-cluster01.txt", Collective::all_reduce, 80,
+     "h100-cluster-16x8", "nccl", DataType::float64, 1, {-1, 15, 8}, {-1, 48, 17}},
+};
+// clang-format on
+
+class NcclTestsAccuracy : public ::testing::TestWithParam<Table> {};
+
+TEST_P(NcclTestsAccuracy, MedianErrorPerBandWithinBound) {
+  const Table& t = GetParam();
+  ReadOptions read;
+  read.collective = t.collective;
+  read.ranks = t.ranks;
+  const Report measured = combine_runs(read_runs(kData + t.file, read));
+  ASSERT_EQ(measured.ranks, t.ranks);
+
+  SweepSpec sweep;
+  sweep.collective = t.collective;
+  sweep.algorithms = {t.algorithm};
+  sweep.dtype = t.dtype;
+  for (const ResultRow& row : measured.results)
+    if (row.bytes > 0 && (sweep.sizes.empty() || sweep.sizes.back() != row.bytes))
+      sweep.sizes.push_back(row.bytes);
+  const std::unique_ptr<Topology> topology =
+      load_topology(kTopologies + t.topology + ".json", t.ranks);
+  sweep.ranks = topology->num_ranks();
+  sweep.model = cost_params_of(*topology, sweep.ranks);
+  SimOptions sim;
+  sim.launch_devices = t.launch_devices;
+  const Report predicted = simulate_report(sweep, *topology, sim);
+
+  CompareOptions options;
+  options.match = t.algorithm;
+  options.bands = true;
+  const CompareResult c = compare_reports(predicted, measured, options, "sim", "nccl-tests");
+  ASSERT_EQ(c.bands.size(), 4u);
+  for (int b = 0; b < 3; ++b) {
+    const BandSummary& band = c.bands[static_cast<std::size_t>(b)];
+    if (t.bound[b] < 0) {
+      EXPECT_EQ(band.rows, 0u) << band.name;
+      continue;
+    }
+    ASSERT_GT(band.rows, 0u) << band.name;
+    const double median = 100 * band.median_abs_error;
+    std::printf("%-70s %-15s %3zu rows  median %5.1f%%  worst %5.1f%%  (target %g%%)\n", t.file,
+                band.name.c_str(), band.rows, median, 100 * band.worst_abs_error, t.target[b]);
+    EXPECT_LE(median, t.bound[b]) << t.file << ", " << band.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(PublicRuns, NcclTestsAccuracy, ::testing::ValuesIn(kTables),
+                         [](const ::testing::TestParamInfo<Table>& info) {
+                           return "t" + std::to_string(info.index);
+                         });
+
+}  // namespace
+}  // namespace collkit
