@@ -450,12 +450,12 @@ void staggered_tree_ops(const TreeRounds& tr, std::int64_t t, std::int64_t chunk
 // the elements it sends, for the closed forms.
 void add_tree_intervals(const TreeRounds& tr, std::int64_t chunks,
                         std::vector<std::pair<std::int64_t, std::int64_t>>& iv) {
-  for (int k = 0; k < tr.kids; ++k) iv.push_back({tr.from_child[k], tr.from_child[k] + chunks});
+  for (int k = 0; k < tr.kids; ++k) iv.emplace_back(tr.from_child[k], tr.from_child[k] + chunks);
   if (tr.parent >= 0) {
-    iv.push_back({tr.up, tr.up + chunks});
-    iv.push_back({tr.down_recv, tr.down_recv + chunks});
+    iv.emplace_back(tr.up, tr.up + chunks);
+    iv.emplace_back(tr.down_recv, tr.down_recv + chunks);
   }
-  if (tr.kids > 0) iv.push_back({tr.down_send, tr.down_send + chunks});
+  if (tr.kids > 0) iv.emplace_back(tr.down_send, tr.down_send + chunks);
 }
 
 std::int64_t tree_end(const ChannelPlan::Tree& t, std::int64_t chunks, int lag) {
@@ -698,11 +698,11 @@ CostEstimate ring_family_cost(const ScheduleSpec& spec, const CostParams& c) {
     // elements counted per rank from the pipelines themselves.
     double time = 0;
     const std::vector<Slice> sl = slices(spec.count, plan.rings);
-    for (std::size_t i = 0; i < sl.size(); ++i) {
-      if (sl[i].size == 0) continue;
+    for (const Slice& slice : sl) {
+      if (slice.size == 0) continue;
       std::int64_t seg = segment_elems(spec, p - 1, red);
-      seg = std::max(seg, (sl[i].size + kMaxChunks - 1) / kMaxChunks);
-      const std::int64_t k = (sl[i].size + seg - 1) / seg;
+      seg = std::max(seg, (slice.size + kMaxChunks - 1) / kMaxChunks);
+      const std::int64_t k = (slice.size + seg - 1) / seg;
       time = std::max(time, (p + k - 2) * message_time(c, es, seg, red));
     }
     std::int64_t steps = 0, sent = 0;
@@ -838,11 +838,11 @@ CostEstimate nvls_cost_for(const ScheduleSpec& spec, const CostParams& c, bool o
       }
       if (nr.g > 1) {
         for (int a = 0; a + 1 < nr.g; ++a) {
-          iv.push_back({a, a + K});
-          iv.push_back({a + nr.lag, a + nr.lag + K});
+          iv.emplace_back(a, a + K);
+          iv.emplace_back(a + nr.lag, a + nr.lag + K);
         }
-        iv.push_back({nr.gather, nr.gather + K});
-        iv.push_back({nr.gather + nr.lag, nr.gather + nr.lag + K});
+        iv.emplace_back(nr.gather, nr.gather + K);
+        iv.emplace_back(nr.gather + nr.lag, nr.gather + nr.lag + K);
         sent += others + std::int64_t{nr.g - 1} * mine;
       }
       add_tree_intervals(nr.tree, K, iv);

@@ -55,6 +55,18 @@ nlohmann::json schedule_to_json(const Schedule& s, int first, int last) {
   j["count"] = spec.count;
   j["elem_size"] = spec.elem_size;
   if (spec.protocol != Protocol::none) j["protocol"] = std::string(to_string(spec.protocol));
+  // The channels (nccl family): each graph channel's ring order or tree
+  // parents, with the run-time channels (lanes) that share it.
+  if (spec.plan) {
+    j["channels"] = spec.plan->channels();
+    nlohmann::json rings = nlohmann::json::array();
+    for (const ChannelPlan::Ring& r : spec.plan->rings)
+      rings.push_back({{"order", r.order}, {"lanes", r.lanes}});
+    nlohmann::json trees = nlohmann::json::array();
+    for (const ChannelPlan::Tree& t : spec.plan->trees)
+      trees.push_back({{"parent", t.parent}, {"lanes", t.lanes}});
+    j["plan"] = {{"rings", std::move(rings)}, {"trees", std::move(trees)}};
+  }
   nlohmann::json programs = nlohmann::json::array();
   for (int r = first; r <= last; ++r) {
     const BufferSizes b = s.buffer_sizes(r);

@@ -11,6 +11,8 @@
 #include "core/error.h"
 #include "interop/msccl_export.h"
 #include "interop/msccl_xml.h"
+#include "sim/nccl.h"
+#include "topologies/topology.h"
 
 namespace collkit::cli {
 
@@ -55,6 +57,7 @@ void add_schedule_command(CLI::App& app) {
     long long segment = 0;
     int group = 0;
     std::string format = "json", protocol = "Simple";
+    std::string topology, dtype = "float", op = "sum";
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--collective", a->collective, "Collective")->required();
@@ -68,6 +71,11 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_option("--format", a->format,
                   "json (collkit's IR) or msccl-xml (an MSCCL XML algorithm, docs/MSCCL.md)");
   cmd->add_option("--protocol", a->protocol, "msccl-xml: the proto attribute (Simple, LL, LL128)");
+  cmd->add_option("--topology", a->topology,
+                  "nccl family: the topology whose channels (and, for nccl alone, NCCL's choice "
+                  "of algorithm, protocol and channels) the schedule follows");
+  cmd->add_option("-d,--dtype", a->dtype, "Element type (nccl family with --topology)");
+  cmd->add_option("-o,--op", a->op, "Reduction (nccl family with --topology)");
   cmd->callback([a, count_opt] {
     if (a->format != "json" && a->format != "msccl-xml")
       throw UsageError("--format '" + a->format + "': expected json or msccl-xml");
@@ -84,7 +92,26 @@ void add_schedule_command(CLI::App& app) {
       spec.count = spec.collective == Collective::barrier ? 0 : a->ranks;
     spec.segment = a->segment;
     spec.group_size = a->group;
-    auto schedule = make_schedule(spec);
+    std::unique_ptr<Schedule> schedule;
+    if (!a->topology.empty()) {
+      if (!is_nccl_algorithm(a->algorithm))
+        throw UsageError("--topology: only the nccl family's schedules depend on a topology; " +
+                         a->algorithm + " is the same on every network (drop --topology)");
+      const DataType dtype = parse_data_type(a->dtype);
+      const RedOp op = parse_red_op(a->op);
+      spec.elem_size = size_of(dtype);
+      const std::unique_ptr<Topology> topology = load_topology(a->topology, a->ranks);
+      const NcclContext ctx = nccl_context(*topology, a->ranks);
+      const std::size_t colon = a->algorithm.find(':');
+      std::string variant = colon == std::string::npos ? "" : a->algorithm.substr(colon + 1);
+      if (variant == "auto") variant.clear();
+      const NcclChoice choice =
+          nccl_choose(ctx, spec.collective, spec.count * spec.elem_size, dtype, op, variant);
+      schedule = make_schedule(nccl_schedule_spec(spec, ctx, choice, *topology));
+      std::fprintf(stderr, "# nccl on %s: %s\n", a->topology.c_str(), describe(choice).c_str());
+    } else {
+      schedule = make_schedule(spec);
+    }
     if (a->rank >= a->ranks)
       throw UsageError("--rank " + std::to_string(a->rank) + " is out of range for " +
                        std::to_string(a->ranks) + " ranks");

@@ -106,6 +106,33 @@ std::string format_table(const Report& report, Collective collective,
   out += printf_string("# Out of bounds values : %li %s\n", static_cast<long>(wrong),
                        wrong == 0 ? "OK" : "FAILED");
   out += printf_string("# Avg bus bandwidth    : %g\n", busbw_sum / busbw_n);
+  // What ran, where the algorithm's name leaves it open (the nccl family's
+  // choice of algorithm, protocol and channels): one line per run of sizes
+  // with the same choice, after the table so nccl-tests' columns stay as
+  // they are.
+  std::string ran_lines;
+  std::string last;
+  std::int64_t from = 0, to = 0;
+  const auto flush = [&] {
+    if (last.empty()) return;
+    ran_lines += printf_string("#   %12lld .. %12lld  %s\n", static_cast<long long>(from),
+                               static_cast<long long>(to), last.c_str());
+  };
+  for (const Line& line : lines) {
+    const ResultRow& oop = line.out_of_place ? *line.out_of_place : *line.in_place;
+    const std::string ran = oop.extra.contains("ran") && oop.extra["ran"].is_string()
+                                ? oop.extra["ran"].get<std::string>()
+                                : std::string();
+    if (ran != last) {
+      flush();
+      last = ran;
+      from = oop.bytes;
+    }
+    to = oop.bytes;
+  }
+  flush();
+  if (!ran_lines.empty())
+    out += "# What ran (size range in bytes, algorithm/protocol/channels)\n" + ran_lines;
   return out;
 }
 

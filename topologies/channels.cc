@@ -90,6 +90,7 @@ std::vector<int> node_path(const Topology& t, const std::vector<int>& m, int fir
   };
   if (!dfs()) return cyclic();
   std::vector<int> out;
+  out.reserve(path.size());
   for (int i : path) out.push_back(m[i]);
   return out;
 }
@@ -179,8 +180,11 @@ ChannelSearch search_channels(const Topology& topology, int ranks) {
   if (n > 1 && topology.nccl.ring_channels > 0 && topology.nccl.ring_channels < graph)
     graph = topology.nccl.ring_channels;
   out.graph_channels = graph;
-  int runtime = topology.nccl.runtime_channels > 0 ? topology.nccl.runtime_channels
-                                                   : std::min(kMaxRuntimeChannels, 2 * graph);
+  // A declared run-time count is NCCL's on one node, as the declared graphs
+  // are; across nodes NCCL doubles the multi-node graph's (docs/NCCL.md).
+  int runtime = topology.nccl.runtime_channels > 0 && n == 1
+                    ? topology.nccl.runtime_channels
+                    : std::min(kMaxRuntimeChannels, 2 * graph);
   runtime = std::max(runtime, graph);
   out.runtime_channels = runtime;
 

@@ -3,8 +3,11 @@
 // every kind of bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "algorithms/registry.h"
 #include "algorithms/schedule_json.h"
@@ -110,6 +113,59 @@ TEST(AlgorithmsCommand, ListsEveryRegisteredPair) {
     EXPECT_NE(r.out.find("  " + d.name), std::string::npos) << d.name;
     EXPECT_NE(r.out.find(d.cost_formula), std::string::npos) << d.name;
   }
+}
+
+// --topology: the nccl family follows the channels the search finds on the
+// network. On 2 DGX H100 (8 NICs per node, rail-optimised) every ring is a
+// permutation of the 16 ranks, crosses between the nodes exactly twice, and
+// each crossing stays on one rail (the same local GPU index, so the same NIC
+// index, on both ends); 8 graph rings share the 16 run-time channels.
+TEST(ScheduleCommand, NcclFollowsTheTopologysRails) {
+  const std::string topo = std::string(COLLKIT_SOURCE_DIR) + "/topologies/h100-cluster-2x8.json";
+  const RunResult r =
+      run("schedule --collective all_reduce --algorithm nccl:ring --ranks 16 "
+          "--count 4194304 --topology '" +
+          topo + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("# nccl on "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ring/"), std::string::npos) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["variant"], "ring");
+  EXPECT_EQ(j["channels"], 16);
+  const auto& rings = j["plan"]["rings"];
+  ASSERT_EQ(rings.size(), 8u);
+  int lanes = 0;
+  std::set<int> rails;
+  for (const auto& ring : rings) {
+    lanes += ring["lanes"].get<int>();
+    std::vector<int> order = ring["order"].get<std::vector<int>>();
+    ASSERT_EQ(order.size(), 16u);
+    std::vector<int> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (int i = 0; i < 16; ++i) EXPECT_EQ(sorted[static_cast<std::size_t>(i)], i);
+    int crossings = 0;
+    for (std::size_t i = 0; i < 16; ++i) {
+      const int a = order[i], b = order[(i + 1) % 16];
+      if (a / 8 == b / 8) continue;
+      ++crossings;
+      EXPECT_EQ(a % 8, b % 8) << "a crossing leaves its rail: " << a << " -> " << b;
+      rails.insert(a % 8);
+    }
+    EXPECT_EQ(crossings, 2);
+  }
+  EXPECT_EQ(lanes, 16);
+  EXPECT_EQ(rails.size(), 8u) << "the rings together use every NIC";
+  // The same schedule runs through the reference executor's check.
+  const RunResult v = run("verify --collective all_reduce --algorithm nccl:ring --ranks 16");
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  // Other algorithms do not depend on the network.
+  const RunResult bad =
+      run("schedule --collective all_reduce --algorithm ring --ranks 16 "
+          "--topology '" +
+          topo + "'");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--topology: only the nccl family"), std::string::npos) << bad.err;
+  EXPECT_EQ(count_lines(bad.err), 1) << bad.err;
 }
 
 }  // namespace
