@@ -123,38 +123,113 @@ Step copy_step(Region from, Region to) {
 }
 
 // ---- ring: all_reduce, all_gather, reduce_scatter ----------------------------
+//
+// Each ring step moves one block per ring: rank r sends the block of step k
+// to its ring successor and receives (copy or reduce) the block of step k
+// from its predecessor. With plan.lag = 0 (rendezvous endpoints, and every
+// schedule the reference executor proves) a step moves whole blocks in lock
+// step: inside a node NCCL's kernel hands each step to its neighbour through
+// flags in memory, so every step pays its hop's latency (as NCCL's own
+// model charges it). With plan.lag > 0 (pipelined GPU endpoints) and rings
+// that cross nodes, where NCCL's network proxy sends from the FIFO while the
+// kernel goes on, each block is cut into S slices of at most the spec's
+// segment (the protocol's chunk; at least 2, as NCCL's kernels move a chunk
+// in slices) and slice s of step k is received S - 1 rounds after it was
+// sent: a rank forwards a slice as soon as it has it, so a network hop's
+// latency is paid once per slice in flight, not once per step
+// (docs/NCCL.md, "Pipelines"). The data a send reads was received
+// S - 1 >= lag rounds earlier, so the lagged order moves the same data
+// (tests/algorithms/nccl_eager_test.cc runs it under eager semantics).
+
+struct RingMove {
+  Region send, recv;
+  Combine combine = Combine::copy;
+};
+
+// Steps `steps` of the rings; move(k, i) is ring i's block at step k.
+template <typename MoveOf>
+Generator<Step> ring_rounds(const ScheduleSpec& spec, int rank, int steps, MoveOf move) {
+  const int p = spec.ranks;
+  const ChannelPlan& plan = *spec.plan;
+  const int rings = static_cast<int>(plan.rings.size());
+  // Slices per block (one count for every ring, so every pair of ranks sees
+  // the same message order): lag 0 keeps whole blocks.
+  std::int64_t slices = 1;
+  // Several nodes (an empty node_of: every rank a node of its own).
+  bool nodes = plan.node_of.empty() && p > 1;
+  for (int node : plan.node_of) nodes = nodes || node != plan.node_of.front();
+  if (plan.lag > 0 && nodes) {
+    std::int64_t largest = 0;
+    // Every block of a ring is sent or received among its first p steps, on
+    // every rank: so every rank finds the same largest block.
+    for (int k = 0; k < std::min(steps, p); ++k)
+      for (int i = 0; i < rings; ++i) {
+        const RingMove m = move(k, i);
+        largest = std::max({largest, m.send.count, m.recv.count});
+      }
+    const std::int64_t seg = spec.segment > 0 ? spec.segment : largest;
+    slices = std::clamp<std::int64_t>((largest + seg - 1) / std::max<std::int64_t>(1, seg), 2,
+                                      kMaxChunks);
+  }
+  const std::int64_t lag = slices - 1;
+  const std::int64_t rounds = std::int64_t{steps} * slices;
+  // Lock step (one slice) keeps every message, empty ones too, as the
+  // classic ring does; slices of an empty piece are left out on both ends.
+  const auto piece = [&](const Region& r, std::int64_t s) {
+    const Partition part{r.count, static_cast<int>(slices)};
+    return Region{r.buf, r.offset + part.offset(static_cast<int>(s)),
+                  part.size(static_cast<int>(s))};
+  };
+  for (std::int64_t t = 0; t < rounds + lag; ++t) {
+    Step st;
+    for (int i = 0; i < rings; ++i) {
+      const ChannelPlan::Ring& ring = plan.rings[static_cast<std::size_t>(i)];
+      const int pos = ring.position[rank];
+      const int next = ring.order[mod(pos + 1, p)];
+      const int prev = ring.order[mod(pos - 1, p)];
+      if (t < rounds) {
+        const Region out = piece(move(static_cast<int>(t / slices), i).send, t % slices);
+        if (out.count > 0 || slices == 1)
+          st.ops.push_back(with_lanes(send_op(next, out), ring.lanes));
+      }
+      if (t >= lag) {
+        const std::int64_t u = t - lag;
+        const RingMove m = move(static_cast<int>(u / slices), i);
+        const Region in = piece(m.recv, u % slices);
+        if (in.count > 0 || slices == 1)
+          st.ops.push_back(with_lanes(recv_op(prev, in, m.combine), ring.lanes));
+      }
+    }
+    if (!st.ops.empty()) co_yield std::move(st);
+  }
+}
 
 // all_reduce: each ring reduce-scatters its slice (blocks by ring position)
 // then all-gathers it, p - 1 steps each; the rings move in the same steps.
 Generator<Step> ring_all_reduce(ScheduleSpec spec, int rank) {
   const int p = spec.ranks;
-  const ChannelPlan& plan = *spec.plan;
   co_yield copy_step({Buf::input, 0, spec.count}, {Buf::output, 0, spec.count});
   if (p == 1) co_return;
+  const ChannelPlan& plan = *spec.plan;
   const std::vector<Slice> sl = slices(spec.count, plan.rings);
-  for (int phase = 0; phase < 2; ++phase) {
-    for (int k = 0; k + 1 < p; ++k) {
-      Step s;
-      for (std::size_t i = 0; i < plan.rings.size(); ++i) {
-        const ChannelPlan::Ring& ring = plan.rings[i];
-        const int pos = ring.position[rank];
-        const int next = ring.order[mod(pos + 1, p)];
-        const int prev = ring.order[mod(pos - 1, p)];
-        const Partition part{sl[i].size, p};
-        const auto block = [&](int b) {
-          return Region{Buf::output, sl[i].offset + part.offset(b), part.size(b)};
-        };
-        // Reduce-scatter: block b starts at position b + 1 and arrives
-        // complete at b; all-gather: each position starts with its own.
-        const int lag = phase == 0 ? 1 : 0;
-        s.ops.push_back(with_lanes(send_op(next, block(mod(pos - k - lag, p))), ring.lanes));
-        s.ops.push_back(with_lanes(recv_op(prev, block(mod(pos - k - lag - 1, p)),
-                                           phase == 0 ? Combine::reduce : Combine::copy),
-                                   ring.lanes));
-      }
-      if (!s.ops.empty()) co_yield std::move(s);
-    }
-  }
+  const auto move = [&](int step, int i) {
+    const ChannelPlan::Ring& ring = plan.rings[static_cast<std::size_t>(i)];
+    const int pos = ring.position[rank];
+    const Partition part{sl[static_cast<std::size_t>(i)].size, p};
+    const auto block = [&](int b) {
+      return Region{Buf::output, sl[static_cast<std::size_t>(i)].offset + part.offset(b),
+                    part.size(b)};
+    };
+    // Reduce-scatter: block b starts at position b + 1 and arrives complete
+    // at b; all-gather: each position starts with its own.
+    const int phase = step / (p - 1);
+    const int k = step % (p - 1);
+    const int shift = phase == 0 ? 1 : 0;
+    return RingMove{block(mod(pos - k - shift, p)), block(mod(pos - k - shift - 1, p)),
+                    phase == 0 ? Combine::reduce : Combine::copy};
+  };
+  auto rounds = ring_rounds(spec, rank, 2 * (p - 1), move);
+  while (rounds.next()) co_yield std::move(rounds.value());
 }
 
 // Rank j's contribution to the gathered (all_gather) or scattered
@@ -166,57 +241,60 @@ Region block_part(const Partition& part, int owner, int channels, int first, int
   return {buf, base + part.offset(owner) + sub.offset(first), sub.span(first, lanes)};
 }
 
+// The first run-time channel of each ring (rings hold consecutive channels).
+std::vector<int> first_lanes(const ChannelPlan& plan) {
+  std::vector<int> first;
+  int c = 0;
+  for (const ChannelPlan::Ring& ring : plan.rings) {
+    first.push_back(c);
+    c += ring.lanes;
+  }
+  return first;
+}
+
 Generator<Step> ring_all_gather(ScheduleSpec spec, int rank) {
   const int p = spec.ranks;
-  const ChannelPlan& plan = *spec.plan;
   const Partition part{spec.count, p};
   co_yield copy_step({Buf::input, 0, part.size(rank)},
                      {Buf::output, part.offset(rank), part.size(rank)});
   if (p == 1) co_return;
+  const ChannelPlan& plan = *spec.plan;
   const int channels = plan.channels();
-  for (int k = 0; k + 1 < p; ++k) {
-    Step s;
-    int first = 0;
-    for (const ChannelPlan::Ring& ring : plan.rings) {
-      const int pos = ring.position[rank];
-      const int next = ring.order[mod(pos + 1, p)];
-      const int prev = ring.order[mod(pos - 1, p)];
-      const Region out = block_part(part, ring.order[mod(pos - k, p)], channels, first, ring.lanes,
-                                    Buf::output, 0);
-      const Region in = block_part(part, ring.order[mod(pos - k - 1, p)], channels, first,
-                                   ring.lanes, Buf::output, 0);
-      first += ring.lanes;
-      s.ops.push_back(with_lanes(send_op(next, out), ring.lanes));
-      s.ops.push_back(with_lanes(recv_op(prev, in), ring.lanes));
-    }
-    if (!s.ops.empty()) co_yield std::move(s);
-  }
+  const std::vector<int> first = first_lanes(plan);
+  const auto move = [&](int k, int i) {
+    const ChannelPlan::Ring& ring = plan.rings[static_cast<std::size_t>(i)];
+    const int pos = ring.position[rank];
+    const int f = first[static_cast<std::size_t>(i)];
+    return RingMove{
+        block_part(part, ring.order[mod(pos - k, p)], channels, f, ring.lanes, Buf::output, 0),
+        block_part(part, ring.order[mod(pos - k - 1, p)], channels, f, ring.lanes, Buf::output, 0),
+        Combine::copy};
+  };
+  auto rounds = ring_rounds(spec, rank, p - 1, move);
+  while (rounds.next()) co_yield std::move(rounds.value());
 }
 
 // Reduce-scatter on a scratch copy of the input (read-only): the block of
 // ring position q starts at q + 1 and arrives complete at q after p - 1 hops.
 Generator<Step> ring_reduce_scatter(ScheduleSpec spec, int rank) {
   const int p = spec.ranks;
-  const ChannelPlan& plan = *spec.plan;
   const Partition part{spec.count, p};
   co_yield copy_step({Buf::input, 0, spec.count}, {Buf::scratch, 0, spec.count});
+  const ChannelPlan& plan = *spec.plan;
   const int channels = plan.channels();
-  for (int k = 0; k + 1 < p; ++k) {
-    Step s;
-    int first = 0;
-    for (const ChannelPlan::Ring& ring : plan.rings) {
-      const int pos = ring.position[rank];
-      const int next = ring.order[mod(pos + 1, p)];
-      const int prev = ring.order[mod(pos - 1, p)];
-      const Region out = block_part(part, ring.order[mod(pos - 1 - k, p)], channels, first,
-                                    ring.lanes, Buf::scratch, 0);
-      const Region in = block_part(part, ring.order[mod(pos - 2 - k, p)], channels, first,
-                                   ring.lanes, Buf::scratch, 0);
-      first += ring.lanes;
-      s.ops.push_back(with_lanes(send_op(next, out), ring.lanes));
-      s.ops.push_back(with_lanes(recv_op(prev, in, Combine::reduce), ring.lanes));
-    }
-    if (!s.ops.empty()) co_yield std::move(s);
+  const std::vector<int> first = first_lanes(plan);
+  const auto move = [&](int k, int i) {
+    const ChannelPlan::Ring& ring = plan.rings[static_cast<std::size_t>(i)];
+    const int pos = ring.position[rank];
+    const int f = first[static_cast<std::size_t>(i)];
+    return RingMove{
+        block_part(part, ring.order[mod(pos - 1 - k, p)], channels, f, ring.lanes, Buf::scratch, 0),
+        block_part(part, ring.order[mod(pos - 2 - k, p)], channels, f, ring.lanes, Buf::scratch, 0),
+        Combine::reduce};
+  };
+  if (p > 1) {
+    auto rounds = ring_rounds(spec, rank, p - 1, move);
+    while (rounds.next()) co_yield std::move(rounds.value());
   }
   co_yield copy_step({Buf::scratch, part.offset(rank), part.size(rank)},
                      {Buf::output, 0, part.size(rank)});
