@@ -21,6 +21,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+// A C header (the layout NCCL, a C++ program built as C ABI, reads): typedefs.
+// NOLINTBEGIN(modernize-use-using)
 
 // [nccl.h] ncclResult_t: the values a plugin may return (0 success; NCCL
 // falls back to its own tuning for anything else [tuner_v5.h]).
@@ -135,6 +137,7 @@ typedef struct {
   // [tuner_v5.h] When the communicator is destroyed: frees the context.
   ncclResult_t (*finalize)(void* context);
 } ncclTuner_v5_t;
+// NOLINTEND(modernize-use-using)
 
 #ifdef __cplusplus
 }

@@ -72,6 +72,7 @@ std::vector<std::int64_t> sizes_of(const NcclContext& ctx, Collective c, const V
   const Protocol pr = protocol_of(p);
   const auto ch = [&](std::int64_t b) { return nccl_channels(ctx, c, b, v.name, pr); };
   std::vector<std::int64_t> out;
+  out.reserve(grid.size());
   for (const SizeMapping& m : grid) out.push_back(m.spec_count * elem);
   std::vector<std::int64_t> steps;
   // Channel counts only grow with the size: bisect each grid interval.

@@ -59,8 +59,12 @@ class Reader {
       if (i == line.size()) continue;
       if (line[i] == '#') {
         if (comments) {
+          // One space after '#' and any trailing blanks or CRs are not part
+          // of the comment: written back as "# <comment>", it reads the same.
           std::string_view c = line.substr(i + 1);
           if (!c.empty() && c.front() == ' ') c.remove_prefix(1);
+          while (!c.empty() && (c.back() == ' ' || c.back() == '\t' || c.back() == '\r'))
+            c.remove_suffix(1);
           comments->emplace_back(c);
         }
         continue;

@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdarg>
 #include <cstdint>
@@ -470,6 +471,26 @@ TEST_F(TunerPlugin, ConfigFileAgreesWithPlugin) {
       }
     }
   }
+}
+
+// What a call costs NCCL: printed (docs/RESULTS.md), and bounded loosely so
+// that a slip into per-call file reading or allocation shows.
+TEST_F(TunerPlugin, CallCost) {
+  Comm comm(plugin_, model("two"), 16, 2);
+  const int calls = 200000;
+  float sink = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < calls; ++i) {
+    Table t;
+    comm.call(ncclFuncAllReduce, 1024u << (i % 20), t);
+    sink += t.t[1][2];
+  }
+  const double ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
+      calls;
+  std::printf("[ getCollInfo: %.0f ns per allreduce call (16 ranks, 2 nodes) ]\n", ns);
+  EXPECT_GT(sink, 0);
+  EXPECT_LT(ns, 50000);
 }
 
 // ---- fallbacks: NCCL's table stays as NCCL made it --------------------------

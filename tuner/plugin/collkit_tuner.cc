@@ -18,6 +18,7 @@
 #include <new>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include "core/error.h"
 #include "tuner/nccl_tuner_v5.h"
@@ -55,6 +56,15 @@ struct Context {
 template <typename... Args>
 void log(const Context& ctx, ncclDebugLogLevel level, const char* fmt, Args... args) {
   if (ctx.log) ctx.log(level, NCCL_TUNING, __FILE__, __LINE__, fmt, args...);
+}
+
+// The names of tuner_model.h view whole string literals, so their data is
+// NUL-terminated: logging them allocates nothing.
+const char* cstr(std::string_view name) { return name.empty() ? "?" : name.data(); }
+
+// Entry (a, p) of a [rows][n] table.
+std::size_t at(int a, int p, int n) {
+  return static_cast<std::size_t>(a) * static_cast<std::size_t>(n) + static_cast<std::size_t>(p);
 }
 
 // The model file's text, or an error message.
@@ -156,12 +166,12 @@ void fill_table(Context* ctx, ncclFunc_t collType, size_t nBytes, float** collCo
   const int na = numAlgo < kTunerAlgorithms ? numAlgo : kTunerAlgorithms;
   const int np = numProto < kTunerProtocols ? numProto : kTunerProtocols;
   // The pairs NCCL runs (non-negative entries) that the model has.
-  std::array<bool, kTunerAlgorithms * kTunerProtocols> allowed{};
+  std::array<bool, static_cast<std::size_t>(kTunerAlgorithms) * kTunerProtocols> allowed{};
   bool any = false;
   for (int a = 0; a < na; ++a)
     for (int p = 0; p < np; ++p) {
-      const bool ok = table[a * numProto + p] >= 0 && ctx->index[coll][a][p] != nullptr;
-      allowed[static_cast<std::size_t>(a * kTunerProtocols + p)] = ok;
+      const bool ok = table[at(a, p, numProto)] >= 0 && ctx->index[coll][a][p] != nullptr;
+      allowed[at(a, p, kTunerProtocols)] = ok;
       any = any || ok;
     }
   if (!any) {
@@ -170,25 +180,23 @@ void fill_table(Context* ctx, ncclFunc_t collType, size_t nBytes, float** collCo
       log(*ctx, NCCL_LOG_INFO,
           "TUNER/collkit: no model table for %s that NCCL can run here; NCCL's own tuning is "
           "used for it",
-          std::string(collkit::tuner_collective_name(coll)).c_str());
+          cstr(collkit::tuner_collective_name(coll)));
     }
     return;
   }
   const collkit::TunerChoice best = collkit::tuner_best(ctx->comm, coll, nBytes, allowed.data());
   for (int a = 0; a < numAlgo; ++a)
     for (int p = 0; p < numProto; ++p) {
-      float& entry = table[a * numProto + p];
-      const bool ok =
-          a < na && p < np && allowed[static_cast<std::size_t>(a * kTunerProtocols + p)];
+      float& entry = table[at(a, p, numProto)];
+      const bool ok = a < na && p < np && allowed[at(a, p, kTunerProtocols)];
       entry = ok ? static_cast<float>(ctx->index[coll][a][p]->time_at(nBytes))
                  : static_cast<float>(NCCL_ALGO_PROTO_IGNORE);
     }
   if (nChannels != nullptr && best.channels > 0) *nChannels = best.channels;
   log(*ctx, NCCL_LOG_TRACE, "TUNER/collkit: %s %zu bytes: %s/%s %d channels, %.3f us",
-      std::string(collkit::tuner_collective_name(coll)).c_str(), nBytes,
-      std::string(collkit::tuner_algorithm_name(best.algorithm)).c_str(),
-      std::string(collkit::tuner_protocol_name(best.protocol)).c_str(), best.channels,
-      best.time_us);
+      cstr(collkit::tuner_collective_name(coll)), nBytes,
+      cstr(collkit::tuner_algorithm_name(best.algorithm)),
+      cstr(collkit::tuner_protocol_name(best.protocol)), best.channels, best.time_us);
 }
 
 // NCCL 2.28 passes an error from getCollInfo up to the collective call
