@@ -222,23 +222,27 @@ NcclChoice nccl_choose(const NcclContext& ctx, Collective c, std::int64_t bytes,
                      std::to_string(ctx.ranks) + " ranks, " + std::to_string(ctx.nodes) +
                      " node(s)" + (ctx.nvls_heads == 0 ? ", no NVLS switch" : "") + ")");
   best.model_us = best_t;
+  best.channels = nccl_channels(ctx, c, bytes, best.variant, best.protocol);
+  return best;
+}
+
+int nccl_channels(const NcclContext& ctx, Collective c, std::int64_t bytes,
+                  const std::string& variant, Protocol protocol) {
   // Channels (enqueue.cc): NVLS a fixed count; ring and tree fewer for small
   // sizes, and never more than 16 KiB of traffic per channel allows.
-  const int pi = protocol_index(best.protocol);
+  const int pi = std::max(0, protocol_index(protocol));
   int nc = ctx.runtime_channels;
-  if (best.variant == "nvls" || best.variant == "nvls_tree") {
+  if (variant == "nvls" || variant == "nvls_tree") {
     nc = std::min(nc, kNvlsChannels);
-  } else if (best.variant != "p2p") {
+  } else if (variant != "p2p") {
     const double threshold =
-        kThreadThreshold[pi] *
-        (best.variant == "ring" && best.protocol == Protocol::ll ? ctx.ranks : 1);
+        kThreadThreshold[pi] * (variant == "ring" && protocol == Protocol::ll ? ctx.ranks : 1);
     while (static_cast<double>(bytes) < nc * kMaxThreads[pi] * threshold && nc >= 2) --nc;
     double traffic = static_cast<double>(bytes) * (c == Collective::all_reduce ? 2 : 1);
-    if (best.protocol == Protocol::ll) traffic *= 4;
+    if (protocol == Protocol::ll) traffic *= 4;
     nc = std::max(1, std::min(nc, static_cast<int>(std::ceil(traffic / kMinTrafficPerChannel))));
   }
-  best.channels = nc;
-  return best;
+  return nc;
 }
 
 ScheduleSpec nccl_schedule_spec(ScheduleSpec base, const NcclContext& ctx, const NcclChoice& choice,

@@ -59,6 +59,12 @@ double nccl_model_time(const NcclContext& ctx, Collective c, const std::string& 
 NcclChoice nccl_choose(const NcclContext& ctx, Collective c, std::int64_t bytes, DataType type,
                        RedOp op, const std::string& variant);
 
+// The channel count NCCL runs `variant` with `protocol` on for a call of
+// `bytes` (src/enqueue.cc): what nccl_choose sets for its choice, and what
+// the tuner (tuner/) simulates every (variant, protocol) pair with.
+int nccl_channels(const NcclContext& ctx, Collective c, std::int64_t bytes,
+                  const std::string& variant, Protocol protocol);
+
 // The spec the simulator runs for the choice: the base spec (collective,
 // sizes, root) with the variant, protocol, the plan restricted to the chosen
 // channels, and the protocol's chunk from the topology as segment.
