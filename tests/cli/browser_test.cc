@@ -1,6 +1,6 @@
 // `collkit report`'s page opened in a real browser: headless Chromium loads
 // report.html from disk, and the test checks what it rendered: the DOM after
-// load holds one <svg> per chart, the console stayed silent, and the
+// load holds a busbw and a time <svg> per chart, the console stayed silent, and the
 // screenshot is not blank but shows the lines in the palette's colours.
 // Negative controls prove each detector can fail. Skips with a message when
 // no Chromium is installed (.ci/run installs the Debian package `chromium`).
@@ -169,14 +169,15 @@ class BrowserTest : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(BrowserTest, DomAfterLoadHoldsOneSvgPerChartAndTheConsoleIsSilent) {
+TEST_F(BrowserTest, DomAfterLoadHoldsABusbwAndATimeSvgPerChartAndTheConsoleIsSilent) {
   const fs::path page = make_report();
   const Browser b = open_in_chromium(chromium_, dir_, page, "--dump-dom");
   ASSERT_EQ(b.exit_code, 0) << b.err;
-  EXPECT_EQ(count(b.out, "<svg"), 2u) << b.out.substr(0, 2000);
+  EXPECT_EQ(count(b.out, "<svg"), 4u) << b.out.substr(0, 2000);
+  EXPECT_EQ(count(b.out, "time (us, log10 scale)</text>"), 2u);  // the log-log time views
   EXPECT_NE(b.out.find("all_reduce"), std::string::npos);
   EXPECT_NE(b.out.find("all_gather"), std::string::npos);
-  EXPECT_GE(count(b.out, "<path "), 4u);  // a line per algorithm per chart
+  EXPECT_GE(count(b.out, "<path "), 8u);  // a line per algorithm per chart
   const auto console = console_lines(b.err);
   EXPECT_TRUE(console.empty()) << console.front();
 }
