@@ -236,7 +236,7 @@ TEST(HtmlReport, ManySeriesGetAllPathsAndATallerChart) {
   for (int a = 0; a < 30; ++a)
     s.results.push_back(row(Collective::all_reduce, "algo" + std::to_string(a), 1024, 1, 1));
   const std::string html = render_html_report({{"s.json", s}});
-  EXPECT_EQ(count(html, "<path "), 2 * 30u);  // busbw and time charts
+  EXPECT_EQ(count(html, "<path "), 2 * 30u);                  // busbw and time charts
   EXPECT_NE(html.find("height=\"588\""), std::string::npos);  // 20 + 28 + 30 x 18
   EXPECT_NE(html.find("<rect "), std::string::npos);          // squares past ten colours
 }
