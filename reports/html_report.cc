@@ -220,7 +220,7 @@ std::string render_svg(const ChartGroup& g, ChartKind kind) {
       d += (d.empty() ? "M" : " L") + fixed(f.x(p.bytes), 2) + " " +
            fixed(f.y(value_of(p, kind)), 2);
     }
-    o += "<g class=\"series " +
+    o += "<g class=\"series s" + std::to_string(si) + " " +
          std::string(s.mode == ReportMode::simulate ? "simulated" : "measured") + "\">\n";
     if (!d.empty())
       o += "<path d=\"" + d + "\" fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"" +
@@ -354,6 +354,45 @@ std::string render_table_html(const ChartGroup& g) {
     o += "</tr>\n";
   }
   return o + "</tbody>\n</table>\n";
+}
+
+// Past this many series in one chart the page starts with a summary.
+constexpr std::size_t kSummarySeries = 8;
+
+// One row per chart: series, sizes, the best algorithm of each mode at the
+// smallest and the largest size, and where the best changes.
+std::string render_summary(const std::vector<ChartGroup>& groups) {
+  std::string o =
+      "<section class=\"summary\">\n<h2>Summary</h2>\n<table>\n<thead><tr><th>chart</th>"
+      "<th>series</th><th>sizes</th><th>best at the smallest size</th><th>best at the largest "
+      "size</th><th>crossovers</th></tr></thead>\n<tbody>\n";
+  for (std::size_t k = 0; k < groups.size(); ++k) {
+    const ChartGroup& g = groups[k];
+    std::string sizes = std::to_string(g.sizes.size());
+    if (!g.sizes.empty())
+      sizes += " (" + size_label(g.sizes.front()) +
+               (g.sizes.size() > 1 ? " to " + size_label(g.sizes.back()) : std::string()) + ")";
+    std::string small, large, cross;
+    for (const auto& [mode, cells] : g.bands) {
+      if (cells.empty()) continue;
+      const auto name = [&](const BandCell& c) {
+        const ChartPoint* p = point_at(g.series[c.series], c.bytes);
+        return g.series[c.series].algorithm + " (" + mode_word(mode) + ", " +
+               fixed(p ? p->busbw_gbps : 0, 2) + " GB/s)";
+      };
+      small += (small.empty() ? "" : "; ") + name(cells.front());
+      large += (large.empty() ? "" : "; ") + name(cells.back());
+      int changes = 0;
+      for (std::size_t i = 1; i < cells.size(); ++i)
+        changes += g.series[cells[i].series].algorithm != g.series[cells[i - 1].series].algorithm;
+      cross += (cross.empty() ? "" : "; ") + std::to_string(changes) + " " + mode_word(mode);
+    }
+    o += "<tr><td><a href=\"#chart-" + std::to_string(k) + "\">" + html_escape(group_title(g)) +
+         "</a></td><td class=\"num\">" + std::to_string(g.series.size()) + "</td><td>" +
+         html_escape(sizes) + "</td><td>" + html_escape(small) + "</td><td>" + html_escape(large) +
+         "</td><td>" + html_escape(cross) + "</td></tr>\n";
+  }
+  return o + "</tbody>\n</table>\n</section>\n";
 }
 
 std::string markdown_cell(const std::string& s) {
@@ -511,6 +550,11 @@ std::string render_html_report(const std::vector<NamedReport>& inputs) {
       "table{border-collapse:collapse;margin:8px 0 32px;font-size:13px}\n"
       "th,td{border:1px solid #ccc;padding:3px 8px}\nth{background:#f3f3f3}\n"
       "td.num{text-align:right;font-variant-numeric:tabular-nums}\ntd.best{font-weight:bold}\n"
+      "input.toggle{position:absolute;opacity:0;pointer-events:none}\n"
+      ".toggles{font-size:13px;margin:4px 0 8px}\n"
+      ".toggles label{cursor:pointer;margin-right:14px;white-space:nowrap}\n"
+      ".swatch{display:inline-block;width:22px;margin-right:5px;vertical-align:middle;"
+      "border-top:3px solid}\n.swatch.dashed{border-top-style:dashed}\n"
       "</style>\n</head>\n<body>\n<h1>collkit report</h1>\n";
   o += "<p>Per chart: busbw against message size, then time against message size on "
        "log-log axes (every size visible; a slope of 1 means bandwidth-bound, 0 "
@@ -541,14 +585,44 @@ std::string render_html_report(const std::vector<NamedReport>& inputs) {
   }
   o += "</ul>\n";
   if (groups.empty()) o += "<p>The inputs hold no result rows.</p>\n";
-  for (const ChartGroup& g : groups) {
-    o += "<section>\n<h2>" + html_escape(group_title(g)) + "</h2>\n";
+  // Many charts, or many series in one: a summary first, one row per chart
+  // with a link to it.
+  bool many_series = false;
+  for (const ChartGroup& g : groups) many_series = many_series || g.series.size() > kSummarySeries;
+  if (groups.size() > 1 || many_series) o += render_summary(groups);
+  // Legend toggles without scripts: a hidden checkbox per series precedes
+  // the charts, its label is the legend entry, and a CSS rule per series
+  // hides its lines and points while unchecked.
+  std::string css;
+  for (std::size_t k = 0; k < groups.size(); ++k) {
+    const ChartGroup& g = groups[k];
+    const std::string id = "chart-" + std::to_string(k);
+    o += "<section id=\"" + id + "\">\n<h2>" + html_escape(group_title(g)) + "</h2>\n";
+    std::string labels;
+    for (std::size_t i = 0; i < g.series.size(); ++i) {
+      const std::string t = "t" + std::to_string(k) + "-" + std::to_string(i);
+      o += "<input type=\"checkbox\" class=\"toggle\" id=\"" + t + "\" checked>\n";
+      const ChartSeries& s = g.series[i];
+      labels += "<label for=\"" + t + "\"><span class=\"swatch" +
+                (s.mode == ReportMode::measure ? std::string(" dashed") : std::string()) +
+                "\" style=\"border-color:" + kPalette[s.colour % kPaletteSize] + "\"></span>" +
+                html_escape(s.label) + "</label>\n";
+      css += "#" + t + ":not(:checked)~.charts .s" + std::to_string(i) + "{display:none}\n#" + t +
+             ":not(:checked)~.toggles label[for=" + t +
+             "]{opacity:.45;text-decoration:line-through}\n";
+    }
+    o += "<div class=\"toggles\">show: " + labels + "</div>\n";
+    o += "<div class=\"charts\">\n";
     o += render_svg(g, ChartKind::busbw);
     o += render_svg(g, ChartKind::time);
+    o += "</div>\n";
     o += render_table_html(g);
     o += "</section>\n";
   }
-  return o + "</body>\n</html>\n";
+  o += "</body>\n</html>\n";
+  const std::size_t head = o.find("</style>");
+  o.insert(head, css);
+  return o;
 }
 
 std::string render_csv_report(const std::vector<NamedReport>& inputs) {

@@ -200,6 +200,33 @@ TEST_F(BrowserTest, ScreenshotIsNotBlankAndShowsTheLinesColours) {
   EXPECT_TRUE(console_lines(b.err).empty());
 }
 
+// The legend toggle works in the browser: with the first series' checkbox
+// unchecked (as a click on its legend entry leaves it), its colour all but
+// leaves the screen: what is left is its legend swatch and best-band cells.
+TEST_F(BrowserTest, UncheckedLegendEntryHidesItsSeries) {
+  const fs::path page = make_report();
+  std::string html = slurp(page);
+  const std::string on = "id=\"t0-0\" checked>";
+  ASSERT_NE(html.find(on), std::string::npos);
+  html.replace(html.find(on), on.size(), "id=\"t0-0\">");
+  const fs::path off = dir_ / "off.html";
+  std::ofstream(off) << html;
+  const fs::path shot_on = dir_ / "on.png";
+  const fs::path shot_off = dir_ / "off.png";
+  ASSERT_EQ(
+      open_in_chromium(chromium_, dir_, page, "--screenshot='" + shot_on.string() + "'").exit_code,
+      0);
+  ASSERT_EQ(
+      open_in_chromium(chromium_, dir_, off, "--screenshot='" + shot_off.string() + "'").exit_code,
+      0);
+  const std::size_t shown = pixels_near(read_png(shot_on), "#4e79a7");
+  const std::size_t hidden = pixels_near(read_png(shot_off), "#4e79a7");
+  EXPECT_GT(shown, 200u);
+  EXPECT_LT(hidden * 2, shown) << "shown " << shown << ", hidden " << hidden;
+  // The other series is untouched.
+  EXPECT_GT(pixels_near(read_png(shot_off), "#f28e2b"), 200u);
+}
+
 // The detectors themselves: a page with a script error is caught, and a blank
 // page fails the non-blank test, so the checks above can fail.
 TEST_F(BrowserTest, DetectorsCatchAConsoleErrorAndABlankPage) {

@@ -154,8 +154,8 @@ TEST(HtmlReport, TwoSvgsPerGroupAndAPathPerSeries) {
   EXPECT_EQ(count(html, "<svg"), 6u);
   EXPECT_EQ(count(html, "</svg>"), 6u);
   EXPECT_EQ(count(html, "<path "), 2 * (3u + 1u + 1u));  // all_reduce float, all_gather, double
-  EXPECT_EQ(count(html, "<table>"), 3u);
-  EXPECT_EQ(count(html, "<section>"), 3u);
+  EXPECT_EQ(count(html, "<table>"), 3u + 1u);            // and the summary's
+  EXPECT_EQ(count(html, "<section id=\"chart-"), 3u);
 }
 
 TEST(HtmlReport, MeasuredLinesAreDashedSimulatedSolid) {
@@ -350,6 +350,49 @@ TEST(HtmlReport, CoincidingSeriesShowAroundEachOther) {
   EXPECT_LT(first, second);
   EXPECT_NE(html.find("r=\"6.00\""), std::string::npos);
   EXPECT_NE(html.find("r=\"3.50\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace collkit
+
+namespace collkit {
+namespace {
+
+// Several charts: a summary first, a row per chart linking to it, with the
+// best of each mode at the smallest and largest size and the crossovers
+// (from inputs(): simulated tree 3.0 > ring 1.5 at 1 KiB, ring 80 > tree 40
+// at 1 MiB, so one simulated crossover; measured ring alone).
+TEST(HtmlReport, ManyChartsGetASummaryFirst) {
+  const std::string html = render_html_report(inputs());
+  const std::size_t summary = html.find("<h2>Summary</h2>");
+  ASSERT_NE(summary, std::string::npos);
+  EXPECT_LT(summary, html.find("<svg"));
+  for (const char* link : {"href=\"#chart-0\"", "href=\"#chart-1\"", "href=\"#chart-2\""})
+    EXPECT_NE(html.find(link), std::string::npos) << link;
+  EXPECT_NE(html.find("<section id=\"chart-2\">"), std::string::npos);
+  EXPECT_NE(html.find("<td>tree (simulated, 3.00 GB/s); ring (measured, 1.30 GB/s)</td>"
+                      "<td>ring (simulated, 80.00 GB/s); ring (measured, 64.00 GB/s)</td>"
+                      "<td>1 simulated; 0 measured</td>"),
+            std::string::npos)
+      << html;
+  // One chart with few series: no summary.
+  Report one = simulated();
+  one.results.resize(4);  // all_reduce only
+  EXPECT_EQ(render_html_report({{"s.json", one}}).find("<h2>Summary</h2>"), std::string::npos);
+}
+
+// The legend toggles series without scripts: a checkbox per series before
+// the charts, its label in the legend, and a rule that hides that series'
+// lines and points in both charts while it is unchecked.
+TEST(HtmlReport, LegendTogglesEverySeries) {
+  const std::string html = render_html_report(inputs());
+  EXPECT_EQ(count(html, "<input type=\"checkbox\" class=\"toggle\""), 5u);  // 3 + 1 + 1 series
+  EXPECT_NE(html.find("#t0-1:not(:checked)~.charts .s1{display:none}"), std::string::npos);
+  EXPECT_NE(html.find("<label for=\"t0-1\">"), std::string::npos);
+  EXPECT_EQ(count(html, "<g class=\"series s1 simulated\">"), 2u);  // busbw and time
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  // The rules sit in the head's style sheet.
+  EXPECT_LT(html.find("#t0-0:not(:checked)"), html.find("</head>"));
 }
 
 }  // namespace
