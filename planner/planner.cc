@@ -795,7 +795,7 @@ class Planner {
     std::snprintf(buf, sizeof buf, "memory per rank %.2f GB against the choice's %.2f GB (%s)",
                   plan.memory.total() / kGB, best.memory.total() / kGB,
                   plan.fits ? "fits" : "does not fit");
-    out.push_back(buf);
+    out.emplace_back(buf);
     const Layout& bl = best.layout;
     if (lay.tp != bl.tp || lay.pp != bl.pp || lay.dp != bl.dp || lay.micro_batch != bl.micro_batch)
       out.push_back("layout: yours tensor_parallel " + std::to_string(lay.tp) + " x pipeline " +
@@ -817,7 +817,7 @@ class Planner {
                     mine.name.c_str(), choice_name(mine.choice).c_str(), mine.time * 1e3,
                     mine.memory.total() / kGB, choice_name(theirs.choice).c_str(),
                     theirs.time * 1e3, theirs.memory.total() / kGB);
-      out.push_back(buf);
+      out.emplace_back(buf);
     }
     res.user = std::move(plan);
   }

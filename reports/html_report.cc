@@ -373,8 +373,9 @@ std::string render_summary(const std::vector<ChartGroup>& groups) {
       sizes += " (" + size_label(g.sizes.front()) +
                (g.sizes.size() > 1 ? " to " + size_label(g.sizes.back()) : std::string()) + ")";
     std::string small, large, cross;
-    for (const auto& [mode, cells] : g.bands) {
+    for (const auto& [band_mode, cells] : g.bands) {
       if (cells.empty()) continue;
+      const ReportMode mode = band_mode;  // a lambda may not capture a binding (C++17)
       const auto name = [&](const BandCell& c) {
         const ChartPoint* p = point_at(g.series[c.series], c.bytes);
         return g.series[c.series].algorithm + " (" + mode_word(mode) + ", " +
