@@ -345,6 +345,10 @@ CostEstimate rabenseifner_blocks_cost(const ScheduleSpec& spec, const CostParams
 // inter-group traffic), not the leader-only reduce / ring / broadcast form.
 int group_size(const ScheduleSpec& spec) {
   if (spec.group_size > 0) return spec.group_size;
+  // One group per node: the inner rings stay on the node's fabric and only
+  // the across-group ring crosses the network.
+  if (spec.node_size > 1 && spec.node_size < spec.ranks && spec.ranks % spec.node_size == 0)
+    return spec.node_size;
   int g = 1;
   for (int d = 1; static_cast<std::int64_t>(d) * d <= spec.ranks; ++d)
     if (spec.ranks % d == 0) g = d;
@@ -433,7 +437,8 @@ void add_all_reduce(std::vector<AlgorithmDef>& defs) {
   defs.push_back({Collective::all_reduce,
                   "hierarchical",
                   {},
-                  "groups of g (spec group_size; 0 = largest divisor of p <= sqrt p), G = p/g: "
+                  "groups of g (--group; default: the devices per node where the topology has "
+                  "nodes, else the largest divisor of p <= sqrt p), G = p/g: "
                   "ring RS in group, ring AR across groups on n/g, ring AG in group: "
                   "(2(g-1) + 2(G-1)) a + (2(g-1)/g + 2(G-1)/p) n b + (p-1)/p n g (uneven blocks: "
                   "set by the largest block)",

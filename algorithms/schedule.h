@@ -111,9 +111,14 @@ struct ScheduleSpec {
   // Pipelined algorithms: segment size in elements; 0 = the closed-form optimum
   // for `model` (see optimal_segments in costs.h).
   std::int64_t segment = 0;
-  // hierarchical all_reduce: ranks per group; 0 = the largest divisor of p
+  // hierarchical all_reduce: ranks per group; 0 = node_size where that
+  // splits the ranks into several groups, else the largest divisor of p
   // that is <= sqrt(p).
   int group_size = 0;
+  // Ranks per node (consecutive ranks) of the machine the schedule is for,
+  // 0 = unknown: read off the topology by the simulator (sim/sweep.h). Only
+  // defaults depend on it, never correctness.
+  int node_size = 0;
   // Used only to choose default segment sizes; never changes correctness.
   CostParams model{};
   // The `nccl` family (docs/NCCL.md): the protocol the schedule is timed

@@ -29,6 +29,9 @@ struct PlanArgs {
   std::string net_model = "flow";
   std::string device_tflops = "400";
   std::string json_path;
+  std::string devices_per_node = "0";
+  // A layout to price (--tp --pp --dp --zero); empty = not given.
+  std::string tp, pp, dp, zero;
 };
 
 std::int64_t parse_positive(const std::string& flag, const std::string& text, bool allow_zero) {
@@ -68,6 +71,29 @@ void run_plan(const PlanArgs& a) {
     throw UsageError("--device-tflops '" + a.device_tflops + "': expected a positive number");
   }
   opts.topology_file = a.topology;
+  const std::int64_t dpn = parse_positive("--devices-per-node", a.devices_per_node, true);
+  if (dpn > (1 << 24))
+    throw UsageError("--devices-per-node '" + a.devices_per_node + "': too large");
+  opts.devices_per_node = static_cast<int>(dpn);
+  if (!a.tp.empty() || !a.pp.empty() || !a.dp.empty() || !a.zero.empty()) {
+    UserLayout u;
+    auto degree = [](const char* flag, const std::string& text) {
+      if (text.empty()) return 1;
+      const std::int64_t v = parse_positive(flag, text, false);
+      if (v > (1 << 24)) throw UsageError(std::string(flag) + " '" + text + "': too large");
+      return static_cast<int>(v);
+    };
+    u.tp = degree("--tp", a.tp);
+    u.pp = degree("--pp", a.pp);
+    u.dp = a.dp.empty() ? 0 : degree("--dp", a.dp);
+    if (!a.zero.empty()) {
+      if (a.zero.size() != 1 || a.zero[0] < '0' || a.zero[0] > '3')
+        throw UsageError("--zero '" + a.zero + "': expected 0, 1, 2 or 3");
+      u.zero = a.zero[0] - '0';
+    }
+    u.micro_batch = opts.micro_batch;
+    opts.user = u;
+  }
   if (!a.json_path.empty()) check_writable(a.json_path);
 
   const Model model = load_model(a.model);
@@ -106,6 +132,13 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--device-tflops", a->device_tflops,
                   "Achieved dense TFLOPS per device, prices the pipeline bubble (400)");
   cmd->add_option("--net-model", a->net_model, "Network model: flow (default) or alpha-beta");
+  cmd->add_option("--devices-per-node", a->devices_per_node,
+                  "Ranks per node for tensor/pipeline parallelism (0 = the topology's nodes)");
+  cmd->add_option("--tp", a->tp, "Price this layout too: tensor-parallel degree (1)");
+  cmd->add_option("--pp", a->pp, "Price this layout too: pipeline stages (1)");
+  cmd->add_option("--dp", a->dp,
+                  "Price this layout too: data-parallel degree (default: the most ranks left)");
+  cmd->add_option("--zero", a->zero, "Price this layout too: ZeRO stage 0-3 (0)");
   cmd->add_option("--json", a->json_path, "Write the plan as JSON to this file (atomically)");
   cmd->callback([a] { run_plan(*a); });
 }

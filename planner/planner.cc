@@ -18,7 +18,14 @@ namespace {
 class GroupTopology : public Topology {
  public:
   GroupTopology(const Topology& base, int first, int stride, int size)
-      : base_(base), first_(first), stride_(stride), size_(size) {}
+      : base_(base), first_(first), stride_(stride), size_(size) {
+    // The members' nodes, so that defaults that follow nodes (hierarchical's
+    // group) see the group's own node structure.
+    if (base.has_nodes()) {
+      rank_node.resize(static_cast<std::size_t>(size));
+      for (int r = 0; r < size; ++r) rank_node[static_cast<std::size_t>(r)] = base.node_of(map(r));
+    }
+  }
   int num_ranks() const override { return size_; }
   std::int64_t num_links() const override { return base_.num_links(); }
   EndpointProps endpoint(int rank) const override { return base_.endpoint(map(rank)); }
@@ -58,6 +65,7 @@ class CommCost {
     spec.elem_size = elem;
     spec.count = std::max<std::int64_t>(1, bytes / elem);
     spec.model = cost_params_of(group, size);
+    spec.node_size = group.ranks_per_node(size);
     // Closed-form costs first: an algorithm predicted at more than twice the
     // best one is not simulated. Contention only slows algorithms down, so
     // such an algorithm cannot win, and the pipelined ones it drops at
@@ -107,6 +115,9 @@ class CommCost {
 };
 
 constexpr double kGB = 1e9;
+// How much faster (as a fraction of the step) a plan with tensor or pipeline
+// parallelism must be to replace the fastest fitting plain data-parallel one.
+constexpr double kLayoutMargin = 0.05;
 
 // Sizes in the terminal table: powers of 1024, as nccl-tests users read them.
 std::string format_bytes_for_plan(std::int64_t bytes) {
@@ -309,27 +320,6 @@ Memory layer_memory(const Layer& layer, const Choice& choice, const Layout& lay,
   return mem;
 }
 
-int infer_devices_per_node(const Topology& topology) {
-  const int p = topology.num_ranks();
-  if (p <= 2) return p;
-  std::vector<LinkId> route;
-  auto signature = [&](int dst) {
-    topology.route(0, dst, route);
-    double bw = std::numeric_limits<double>::infinity();
-    double lat = 0;
-    for (LinkId l : route) {
-      bw = std::min(bw, topology.link(l).bandwidth);
-      lat += topology.link(l).latency;
-    }
-    return std::make_pair(bw, lat);
-  };
-  const auto first = signature(1);
-  int n = 2;
-  while (n < p && signature(n) == first) ++n;
-  // A node must tile the ranks; otherwise treat every rank as its own node.
-  return p % n == 0 ? n : 1;
-}
-
 namespace {
 
 struct Candidate {
@@ -430,11 +420,17 @@ class Planner {
     plan.comm_time = plan.time;
     // Forward + backward = 3 x forward FLOPs for the rank's samples, split
     // over its tensor-parallel group and pipeline stages.
+    // A layer that is not split by tensor parallelism is computed whole by
+    // every rank of its tensor-parallel group.
     double flops = 0;
-    for (const Layer& l : model_.layers)
-      flops += static_cast<double>(l.flops) * static_cast<double>(l.repeat);
+    for (std::size_t i = 0; i < model_.layers.size(); ++i) {
+      const Layer& l = model_.layers[i];
+      const bool split =
+          i < plan.layers.size() && plan.layers[i].choice.strategy == Strategy::tensor_parallel;
+      flops += static_cast<double>(l.flops) * static_cast<double>(l.repeat) / (split ? lay.tp : 1);
+    }
     plan.compute_time = 3 * flops * static_cast<double>(lay.micro_batch * lay.micro_batches) /
-                        (lay.tp * lay.pp) / (opts_.device_tflops * 1e12);
+                        lay.pp / (opts_.device_tflops * 1e12);
     plan.bubble_time = plan.bubble * plan.compute_time;
     plan.time += plan.bubble_time;
     plan.fits = plan.memory.total() <= opts_.device_memory;
@@ -545,41 +541,72 @@ class Planner {
     return out;
   }
 
+  // The largest data-parallel degree that divides the batch and fits in
+  // the ranks left by tp x pp, with pipeline stages of whole nodes; 0 when
+  // there is none. Ranks beyond tp x pp x d stay idle.
+  int data_parallel_degree(int tp, int pp, int dpn) const {
+    const std::int64_t b = std::max<std::int64_t>(1, opts_.micro_batch);
+    for (int d = opts_.ranks / (tp * pp); d >= 1; --d) {
+      if (opts_.batch % (d * b) != 0) continue;
+      if (pp > 1 && (dpn <= 0 || (tp * d) % dpn != 0)) continue;
+      return d;
+    }
+    return 0;
+  }
+
   PlanResult run(const Topology& topology) {
     PlanResult res;
     res.optimizer_bytes = opt_bytes_;
     const int n = opts_.ranks;
-    const int dpn = std::gcd(infer_devices_per_node(topology), n);
+    int dpn = opts_.devices_per_node;
+    if (dpn > 0) {
+      if (dpn < n && n % dpn != 0)
+        throw UsageError("--devices-per-node " + std::to_string(dpn) + ": must divide the " +
+                         std::to_string(n) + " ranks");
+      dpn = std::min(dpn, n);
+    } else {
+      dpn = topology.ranks_per_node(n);
+    }
     res.devices_per_node = dpn;
-    const int nodes = n / dpn;
     bool has_tp_kind = false;
     std::int64_t instances = 0;
     for (const Layer& l : model_.layers) {
       has_tp_kind = has_tp_kind || supports_tensor_parallel(l.kind);
       instances += l.repeat;
     }
+    // Tensor parallelism inside a node, pipeline stages of whole nodes: both
+    // need to know the nodes.
     std::vector<int> tps{1};
-    if (has_tp_kind)
-      for (int t = 2; t <= dpn; t *= 2)
-        if (dpn % t == 0) tps.push_back(t);
     std::vector<int> pps;
-    for (int p = 2; p <= nodes; ++p)
-      if (nodes % p == 0 && p <= instances) pps.push_back(p);
+    if (dpn > 0) {
+      if (has_tp_kind)
+        for (int t = 2; t <= dpn; t *= 2)
+          if (dpn % t == 0) tps.push_back(t);
+      const int nodes = n / dpn;
+      for (int p = 2; p <= nodes; ++p)
+        if (nodes % p == 0 && p <= instances) pps.push_back(p);
+    }
 
-    bool any_layout = false;
     bool have_best = false;
     bool have_cheapest = false;
     Plan best_fit, least_memory;
+    bool have_simple = false;
+    Plan best_simple;  // the fastest fitting plan without tensor or pipeline parallelism
     auto consider = [&](int tp, int pp) {
-      const int d = n / (tp * pp);
-      if (opts_.batch % d != 0) return;
+      const int d = data_parallel_degree(tp, pp, dpn);
+      if (d == 0) return;
       const std::int64_t per_rank = opts_.batch / d;
       for (std::int64_t b : micro_batch_options(per_rank)) {
-        any_layout = true;
         Layout lay{tp, pp, d, b, per_rank / b};
         auto [plan, cheapest] = plan_layout(lay);
-        if (!have_cheapest || cheapest.time < res.cheapest.time) res.cheapest = cheapest;
-        if (plan.fits && (!have_best || plan.time < best_fit.time)) best_fit = plan;
+        if (!have_cheapest || cheapest.step_time() < res.cheapest.step_time())
+          res.cheapest = cheapest;
+        if (plan.fits && (!have_best || plan.step_time() < best_fit.step_time())) best_fit = plan;
+        if (plan.fits && tp == 1 && pp == 1 &&
+            (!have_simple || plan.step_time() < best_simple.step_time())) {
+          best_simple = plan;
+          have_simple = true;
+        }
         if (!have_cheapest || plan.memory.total() < least_memory.memory.total())
           least_memory = plan;
         have_best = have_best || plan.fits;
@@ -590,7 +617,7 @@ class Planner {
     // Pipelining is for models that do not otherwise fit: when no plan fits
     // without ZeRO-3 sharding the weights themselves (whose gathers every
     // micro-batch cost what pipelining avoids). Pipeline plans then compete
-    // on communication plus their bubble.
+    // on step time.
     bool needs_zero3 = !have_best;
     if (have_best)
       for (const LayerPlan& lp : best_fit.layers)
@@ -598,55 +625,69 @@ class Planner {
     if (needs_zero3)
       for (int tp : tps)
         for (int pp : pps) consider(tp, pp);
-    if (!any_layout)
-      throw UsageError("--batch " + std::to_string(opts_.batch) +
-                       " is not divisible by the data-parallel degree " + std::to_string(n) +
-                       " (--ranks " + std::to_string(n) + ")" +
-                       (opts_.micro_batch > 0
-                            ? " times --micro-batch " + std::to_string(opts_.micro_batch)
-                            : std::string()) +
-                       ", nor by any degree left by tensor or pipeline parallelism");
+    if (!have_cheapest)
+      throw UsageError("--micro-batch " + std::to_string(opts_.micro_batch) +
+                       " divides no per-rank batch of --batch " + std::to_string(opts_.batch) +
+                       " over up to " + std::to_string(n) + " data-parallel ranks");
+    // Tensor and pipeline parallelism only where they are needed to fit or
+    // clearly lower the step time: the model prices them optimistically
+    // (compute split perfectly, no pipeline flush), so a gain within
+    // kLayoutMargin of plain data parallelism is not worth their complexity.
+    if (have_simple && best_fit.step_time() > best_simple.step_time() * (1 - kLayoutMargin))
+      best_fit = best_simple;
+    if (!have_best && dpn == 0)
+      throw UsageError("--topology " + opts_.topology_file +
+                       ": nothing fits without tensor or pipeline parallelism, which need the "
+                       "devices per node, and the topology has no nodes (no devices_per_node, "
+                       "no \"host\" on its endpoints); give --devices-per-node N");
     res.fits = have_best;
     res.plan = have_best ? best_fit : least_memory;
+    res.simple_step_time = have_simple ? best_simple.step_time() : 0;
+    res.simple_ranks = have_simple ? best_simple.layout.dp : 0;
     uniform(res);
     rows_per_rank(res.plan);
     explain(res);
+    if (opts_.user) price_user(res);
     res.simulations = cost_.simulations();
     return res;
   }
 
+  // Every layer the same strategy, tp = pp = 1, on the data-parallel degree
+  // such plans use, with the chosen plan's micro-batch (or the largest
+  // divisor of the per-rank batch below it), so rows and plan compare.
   void uniform(PlanResult& res) {
     const char* names[] = {"dp", "zero1", "zero2", "zero3"};
-    const int n = opts_.ranks;
+    const int d = data_parallel_degree(1, 1, res.devices_per_node);
     for (int z = 0; z <= 3; ++z) {
       Alternative alt;
       alt.name = names[z];
-      if (opts_.batch % n == 0) {
-        const std::int64_t per_rank = opts_.batch / n;
-        const std::int64_t b = opts_.micro_batch > 0 ? opts_.micro_batch : per_rank;
-        if (per_rank % b == 0) {
-          Plan plan;
-          plan.layout = Layout{1, 1, n, b, per_rank / b};
-          const Choice c{static_cast<Strategy>(z), z};
-          for (const Layer& l : model_.layers) {
-            LayerPlan lp;
-            lp.repeat = l.repeat;
-            lp.params = l.params * l.repeat;
-            for (Candidate& cand : candidates(l, plan.layout))
-              if (cand.choice == c || n == 1) {
-                lp.choice = cand.choice;
-                lp.time = cand.time;
-                lp.memory = layer_memory(l, cand.choice, plan.layout, elem_, opt_bytes_);
-                break;
-              }
-            plan.layers.push_back(lp);
-          }
-          evaluate(plan, stage_instances(1));
-          alt.valid = true;
-          alt.time = plan.time;
-          alt.memory = plan.memory;
-          alt.fits = plan.fits;
+      if (d > 0) {
+        const std::int64_t per_rank = opts_.batch / d;
+        std::int64_t b = std::min(res.plan.layout.micro_batch, per_rank);
+        while (per_rank % b != 0) --b;
+        Plan plan;
+        plan.layout = Layout{1, 1, d, b, per_rank / b};
+        const Choice c{static_cast<Strategy>(z), z};
+        for (const Layer& l : model_.layers) {
+          LayerPlan lp;
+          lp.repeat = l.repeat;
+          lp.params = l.params * l.repeat;
+          for (Candidate& cand : candidates(l, plan.layout))
+            if (cand.choice == c || d == 1) {
+              lp.choice = cand.choice;
+              lp.time = cand.time;
+              lp.memory = layer_memory(l, cand.choice, plan.layout, elem_, opt_bytes_);
+              break;
+            }
+          plan.layers.push_back(lp);
         }
+        evaluate(plan, stage_instances(1));
+        alt.valid = true;
+        alt.layout = plan.layout;
+        alt.time = plan.time;
+        alt.step_time = plan.step_time();
+        alt.memory = plan.memory;
+        alt.fits = plan.fits;
       }
       res.uniform.push_back(alt);
     }
@@ -672,6 +713,113 @@ class Planner {
       lp.memory.activations *= f * in_flight;
       for (CollectiveUse& u : lp.collectives) u.count = u.count / lp.repeat * k;
     }
+  }
+
+  // --tp --pp --dp --zero --micro-batch: the user's layout priced as given,
+  // and what separates it from the planner's choice.
+  void price_user(PlanResult& res) {
+    const UserLayout& u = *opts_.user;
+    const int n = opts_.ranks;
+    auto flags = [&] {
+      return "--tp " + std::to_string(u.tp) + " x --pp " + std::to_string(u.pp) + " x --dp " +
+             std::to_string(u.dp);
+    };
+    if (u.tp < 1 || u.pp < 1 || u.dp < 0) throw UsageError("--tp, --pp and --dp must be >= 1");
+    if (u.zero < 0 || u.zero > 3)
+      throw UsageError("--zero " + std::to_string(u.zero) + ": expected 0, 1, 2 or 3");
+    if (static_cast<std::int64_t>(u.tp) * u.pp > n)
+      throw UsageError("--tp " + std::to_string(u.tp) + " x --pp " + std::to_string(u.pp) +
+                       " needs more than the " + std::to_string(n) + " ranks");
+    std::int64_t instances = 0;
+    for (const Layer& l : model_.layers) instances += l.repeat;
+    if (u.pp > instances)
+      throw UsageError("--pp " + std::to_string(u.pp) + ": the model has only " +
+                       std::to_string(instances) + " layer instances to cut into stages");
+    int d = u.dp;
+    // Without --dp: the most ranks the batch (and --micro-batch) splits over.
+    for (int k = n / (u.tp * u.pp); k >= 1 && d == 0; --k)
+      if (opts_.batch % (k * std::max<std::int64_t>(1, u.micro_batch)) == 0) d = k;
+    if (static_cast<std::int64_t>(u.tp) * u.pp * d > n)
+      throw UsageError(flags() + " = " +
+                       std::to_string(static_cast<std::int64_t>(u.tp) * u.pp * d) +
+                       " ranks, more than the " + std::to_string(n) + " of the topology");
+    if (opts_.batch % d != 0)
+      throw UsageError("--dp " + std::to_string(d) + ": does not divide --batch " +
+                       std::to_string(opts_.batch));
+    const std::int64_t per_rank = opts_.batch / d;
+    const std::int64_t b = u.micro_batch > 0 ? u.micro_batch : per_rank;
+    if (per_rank % b != 0)
+      throw UsageError("--micro-batch " + std::to_string(b) + ": does not divide the " +
+                       std::to_string(per_rank) + " samples per data-parallel rank (--batch " +
+                       std::to_string(opts_.batch) + " / --dp " + std::to_string(d) + ")");
+    const Layout lay{u.tp, u.pp, d, b, per_rank / b};
+    const int z = d > 1 ? u.zero : 0;
+    Plan plan = plan_layout(lay).second;  // for the stage sends and the layer rows
+    for (std::size_t i = 0; i < model_.layers.size(); ++i) {
+      const Layer& l = model_.layers[i];
+      Choice c{static_cast<Strategy>(z), z};
+      if (lay.tp > 1 && supports_tensor_parallel(l.kind)) c = {Strategy::tensor_parallel, z};
+      Candidate cand{c, 0, layer_collectives(l, c, lay, elem_)};
+      for (CollectiveUse& use : cand.uses) {
+        const auto [t, algo] = cost_.best(use.collective, use.bytes, 0, use.stride, use.group_size);
+        use.time = t;
+        use.algorithm = algo;
+        cand.time += t * static_cast<double>(use.count);
+      }
+      set_choice(plan, i, cand);
+      plan.layers[i].reason = "as given";
+    }
+    evaluate(plan, stage_instances(lay.pp));
+    rows_per_rank(plan);
+
+    // The difference, component by component, then per layer.
+    const Plan& best = res.plan;
+    std::vector<std::string>& out = res.user_diff;
+    const double dt = plan.step_time() - best.step_time();
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%s is %.3f ms (%.1f%%) %s per step than the planner's choice",
+                  "yours", std::abs(dt) * 1e3,
+                  best.step_time() > 0 ? std::abs(dt) / best.step_time() * 100 : 0.0,
+                  dt > 0 ? "slower" : "faster");
+    std::string line = std::abs(dt) < 1e-12 ? std::string("yours takes the planner's step time")
+                                            : std::string(buf);
+    auto part = [&](const char* what, double mine, double theirs) {
+      if (std::abs(mine - theirs) < 1e-9) return;
+      std::snprintf(buf, sizeof buf, "; %s %+.3f ms", what, (mine - theirs) * 1e3);
+      line += buf;
+    };
+    part("compute", plan.compute_time, best.compute_time);
+    part("communication", plan.comm_time, best.comm_time);
+    part("bubble", plan.bubble_time, best.bubble_time);
+    out.push_back(line);
+    std::snprintf(buf, sizeof buf, "memory per rank %.2f GB against the choice's %.2f GB (%s)",
+                  plan.memory.total() / kGB, best.memory.total() / kGB,
+                  plan.fits ? "fits" : "does not fit");
+    out.emplace_back(buf);
+    const Layout& bl = best.layout;
+    if (lay.tp != bl.tp || lay.pp != bl.pp || lay.dp != bl.dp || lay.micro_batch != bl.micro_batch)
+      out.push_back("layout: yours tensor_parallel " + std::to_string(lay.tp) + " x pipeline " +
+                    std::to_string(lay.pp) + " x data_parallel " + std::to_string(lay.dp) +
+                    ", micro-batch " + std::to_string(lay.micro_batch) + " x " +
+                    std::to_string(lay.micro_batches) + "; the choice's " + std::to_string(bl.tp) +
+                    " x " + std::to_string(bl.pp) + " x " + std::to_string(bl.dp) +
+                    ", micro-batch " + std::to_string(bl.micro_batch) + " x " +
+                    std::to_string(bl.micro_batches));
+    if (lay.tp * lay.pp * lay.dp < n && best.ranks_used() != lay.tp * lay.pp * lay.dp)
+      out.push_back("yours leaves " + std::to_string(n - lay.tp * lay.pp * lay.dp) +
+                    " ranks idle, the choice " + std::to_string(n - best.ranks_used()));
+    for (std::size_t i = 0; i < plan.layers.size(); ++i) {
+      const LayerPlan& mine = plan.layers[i];
+      const LayerPlan& theirs = best.layers[i];
+      if (mine.choice == theirs.choice && std::abs(mine.time - theirs.time) < 1e-9) continue;
+      std::snprintf(buf, sizeof buf,
+                    "%s: yours %s, %.3f ms and %.3f GB; the choice's %s, %.3f ms and %.3f GB",
+                    mine.name.c_str(), choice_name(mine.choice).c_str(), mine.time * 1e3,
+                    mine.memory.total() / kGB, choice_name(theirs.choice).c_str(),
+                    theirs.time * 1e3, theirs.memory.total() / kGB);
+      out.emplace_back(buf);
+    }
+    res.user = std::move(plan);
   }
 
   void explain(PlanResult& res) {
@@ -710,16 +858,30 @@ class Planner {
     std::string v;
     if (res.fits) {
       v = "fits: " + gb(plan.memory.total()) + " per rank of " + gb(opts_.device_memory) + ", " +
-          ms(plan.time) + " per step of communication" +
-          (plan.layout.pp > 1 ? std::string(" and pipeline bubble") : std::string());
-      if (res.cheapest.time < plan.time - 1e-12)
-        v += "; the cheapest plan (" + ms(res.cheapest.time) + ") needs " +
+          ms(plan.step_time()) + " per step (" + ms(plan.comm_time) + " of communication" +
+          (plan.layout.pp > 1 ? " and " + ms(plan.bubble_time) + " of pipeline bubble)"
+                              : std::string(")"));
+      if (res.cheapest.step_time() < plan.step_time() - 1e-12)
+        v += "; the fastest plan (" + ms(res.cheapest.step_time()) + ") needs " +
              gb(res.cheapest.memory.total()) + " per rank and does not fit";
+      if (lay.tp > 1 || lay.pp > 1)
+        v += res.simple_step_time > 0 ? "; tensor/pipeline parallelism lowers the step from " +
+                                            ms(res.simple_step_time) + " (data parallel on " +
+                                            std::to_string(res.simple_ranks) + " ranks)"
+                                      : "; tensor/pipeline parallelism is needed to fit";
     } else {
       v = "NOTHING FITS: the smallest plan found needs " + gb(plan.memory.total()) +
           " per rank, more than the " + gb(opts_.device_memory) +
           " device memory; use more ranks, a smaller --micro-batch or a larger --device-memory";
     }
+    if (plan.ranks_used() < opts_.ranks)
+      v += "; " + std::to_string(opts_.ranks - plan.ranks_used()) + " of " +
+           std::to_string(opts_.ranks) + " ranks idle: batch " + std::to_string(opts_.batch) +
+           " splits over at most " + std::to_string(plan.layout.dp) +
+           " data-parallel ranks of this layout";
+    if (res.devices_per_node == 0)
+      v += "; tensor and pipeline parallelism not considered: the topology has no nodes "
+           "(--devices-per-node N)";
     res.verdict = v;
   }
 
@@ -777,7 +939,10 @@ Json plan_json(const PlanResult& res, const Model& model, const Topology& topolo
   j["topology"] = {
       {"name", topology.name}, {"file", opts.topology_file}, {"sha256", topology.sha256}};
   j["ranks"] = opts.ranks;
-  j["devices_per_node"] = res.devices_per_node;
+  if (res.devices_per_node > 0)
+    j["devices_per_node"] = res.devices_per_node;
+  else
+    j["devices_per_node"] = nullptr;
   j["batch"] = opts.batch;
   j["dtype"] = to_string(opts.dtype);
   j["optimizer_bytes_per_param"] = res.optimizer_bytes;
@@ -788,7 +953,8 @@ Json plan_json(const PlanResult& res, const Model& model, const Topology& topolo
                  {"data_parallel", lay.dp},
                  {"micro_batch", lay.micro_batch},
                  {"micro_batches", lay.micro_batches},
-                 {"pipeline_bubble", res.plan.bubble}};
+                 {"pipeline_bubble", res.plan.bubble},
+                 {"ranks_used", res.plan.ranks_used()}};
   j["device_tflops"] = opts.device_tflops;
   Json layers = Json::array();
   for (const LayerPlan& lp : res.plan.layers) {
@@ -813,13 +979,15 @@ Json plan_json(const PlanResult& res, const Model& model, const Topology& topolo
   Json pipe = Json::array();
   for (const CollectiveUse& u : res.plan.pipeline) pipe.push_back(use_json(u));
   j["pipeline"] = pipe;
-  j["totals"] = {{"time_us", res.plan.time * 1e6},
+  j["totals"] = {{"step_time_us", res.plan.step_time() * 1e6},
+                 {"time_us", res.plan.time * 1e6},
                  {"comm_time_us", res.plan.comm_time * 1e6},
                  {"bubble_time_us", res.plan.bubble_time * 1e6},
                  {"compute_time_us", res.plan.compute_time * 1e6},
                  {"memory", memory_json(res.plan.memory)},
                  {"fits", res.fits}};
-  j["cheapest"] = {{"time_us", res.cheapest.time * 1e6},
+  j["cheapest"] = {{"step_time_us", res.cheapest.step_time() * 1e6},
+                   {"time_us", res.cheapest.time * 1e6},
                    {"memory_total_bytes", res.cheapest.memory.total()},
                    {"fits", res.cheapest.fits}};
   Json uni = Json::array();
@@ -828,6 +996,10 @@ Json plan_json(const PlanResult& res, const Model& model, const Topology& topolo
     u["strategy"] = a.name;
     u["valid"] = a.valid;
     if (a.valid) {
+      u["data_parallel"] = a.layout.dp;
+      u["micro_batch"] = a.layout.micro_batch;
+      u["micro_batches"] = a.layout.micro_batches;
+      u["step_time_us"] = a.step_time * 1e6;
       u["time_us"] = a.time * 1e6;
       u["memory"] = memory_json(a.memory);
       u["fits"] = a.fits;
@@ -835,23 +1007,73 @@ Json plan_json(const PlanResult& res, const Model& model, const Topology& topolo
     uni.push_back(u);
   }
   j["uniform"] = uni;
+  if (res.user) {
+    const Plan& p = *res.user;
+    Json layers_u = Json::array();
+    for (const LayerPlan& lp : p.layers)
+      layers_u.push_back({{"name", lp.name},
+                          {"strategy", to_string(lp.choice.strategy)},
+                          {"zero_stage", lp.choice.zero_stage},
+                          {"time_us", lp.time * 1e6},
+                          {"memory", memory_json(lp.memory)}});
+    j["user_layout"] = {{"layout",
+                         {{"tensor_parallel", p.layout.tp},
+                          {"pipeline_parallel", p.layout.pp},
+                          {"data_parallel", p.layout.dp},
+                          {"zero_stage", opts.user->zero},
+                          {"micro_batch", p.layout.micro_batch},
+                          {"micro_batches", p.layout.micro_batches},
+                          {"pipeline_bubble", p.bubble}}},
+                        {"layers", layers_u},
+                        {"totals",
+                         {{"step_time_us", p.step_time() * 1e6},
+                          {"comm_time_us", p.comm_time * 1e6},
+                          {"bubble_time_us", p.bubble_time * 1e6},
+                          {"compute_time_us", p.compute_time * 1e6},
+                          {"memory", memory_json(p.memory)},
+                          {"fits", p.fits}}},
+                        {"difference", res.user_diff}};
+  }
   j["verdict"] = res.verdict;
   j["simulations"] = res.simulations;
   return j;
 }
+
+namespace {
+
+std::string total_line(const char* lead, const Plan& plan, const PlanOptions& opts) {
+  char buf[512];
+  const Memory& m = plan.memory;
+  std::snprintf(buf, sizeof buf,
+                "%sstep %.3f ms = compute %.3f + communication %.3f + pipeline bubble %.3f; "
+                "memory per rank %.2f GB (params %.2f, grads %.2f, optimizer %.2f, activations "
+                "%.2f) of %.2f GB\n",
+                lead, plan.step_time() * 1e3, plan.compute_time * 1e3, plan.comm_time * 1e3,
+                plan.bubble_time * 1e3, m.total() / kGB, m.params / kGB, m.grads / kGB,
+                m.optimizer / kGB, m.activations / kGB, opts.device_memory / kGB);
+  return buf;
+}
+
+}  // namespace
 
 std::string format_plan(const PlanResult& res, const Model& model, const PlanOptions& opts) {
   std::string out;
   char buf[512];
   const Layout& lay = res.plan.layout;
   std::snprintf(buf, sizeof buf,
-                "# plan: %s (%.3f B params) on %d ranks (%d per node), batch %lld, %s\n"
-                "# layout: tensor_parallel %d x pipeline %d x data_parallel %d, micro-batch %lld "
+                "# plan: %s (%.3f B params) on %d ranks (%s), batch %lld, %s\n"
+                "# layout: tensor_parallel %d x pipeline %d x data_parallel %d%s, micro-batch %lld "
                 "x %lld per step%s\n",
-                model.name.c_str(), model.total_params() / 1e9, opts.ranks, res.devices_per_node,
+                model.name.c_str(), model.total_params() / 1e9, opts.ranks,
+                res.devices_per_node > 0
+                    ? (std::to_string(res.devices_per_node) + " per node").c_str()
+                    : "no nodes",
                 static_cast<long long>(opts.batch), std::string(to_string(opts.dtype)).c_str(),
-                lay.tp, lay.pp, lay.dp, static_cast<long long>(lay.micro_batch),
-                static_cast<long long>(lay.micro_batches),
+                lay.tp, lay.pp, lay.dp,
+                res.plan.ranks_used() < opts.ranks
+                    ? (" (" + std::to_string(res.plan.ranks_used()) + " ranks used)").c_str()
+                    : "",
+                static_cast<long long>(lay.micro_batch), static_cast<long long>(lay.micro_batches),
                 lay.pp > 1 ? (", bubble " + std::to_string(res.plan.bubble * 100).substr(0, 5) +
                               "%; each row: the layer's instances on its fullest stage")
                                  .c_str()
@@ -881,26 +1103,39 @@ std::string format_plan(const PlanResult& res, const Model& model, const PlanOpt
                   u.time * u.count * 1e3);
     out += buf;
   }
-  const Memory& m = res.plan.memory;
-  std::snprintf(buf, sizeof buf,
-                "# total: %.3f ms per step = communication %.3f + pipeline bubble %.3f (compute "
-                "%.3f ms not counted); memory per rank %.2f GB (params %.2f, grads %.2f, optimizer "
-                "%.2f, activations %.2f) of %.2f GB\n",
-                res.plan.time * 1e3, res.plan.comm_time * 1e3, res.plan.bubble_time * 1e3,
-                res.plan.compute_time * 1e3, m.total() / kGB, m.params / kGB, m.grads / kGB,
-                m.optimizer / kGB, m.activations / kGB, opts.device_memory / kGB);
-  out += buf;
-  out += "# uniform plans (every layer the same, no tensor/pipeline parallelism):\n";
-  for (const Alternative& a : res.uniform) {
-    if (!a.valid) {
-      std::snprintf(buf, sizeof buf, "#   %-6s n/a (batch %lld does not split over %d ranks)\n",
-                    a.name.c_str(), static_cast<long long>(opts.batch), opts.ranks);
-    } else {
-      std::snprintf(buf, sizeof buf, "#   %-6s memory %10.2f GB  comm %12.3f ms  %s\n",
-                    a.name.c_str(), a.memory.total() / kGB, a.time * 1e3,
-                    a.fits ? "fits" : "does not fit");
-    }
+  out += total_line("# total: ", res.plan, opts);
+  if (!res.uniform.empty() && res.uniform.front().valid) {
+    const Layout& u = res.uniform.front().layout;
+    std::snprintf(buf, sizeof buf,
+                  "# uniform plans (every layer the same, no tensor/pipeline parallelism; "
+                  "data_parallel %d, micro-batch %lld x %lld per step):\n",
+                  u.dp, static_cast<long long>(u.micro_batch),
+                  static_cast<long long>(u.micro_batches));
     out += buf;
+  }
+  for (const Alternative& a : res.uniform) {
+    if (!a.valid) continue;
+    std::snprintf(buf, sizeof buf,
+                  "#   %-6s memory %10.2f GB  comm %12.3f ms  step %12.3f ms  %s\n", a.name.c_str(),
+                  a.memory.total() / kGB, a.time * 1e3, a.step_time * 1e3,
+                  a.fits ? "fits" : "does not fit");
+    out += buf;
+  }
+  if (res.user) {
+    const Plan& p = *res.user;
+    const UserLayout& u = *opts.user;
+    std::snprintf(
+        buf, sizeof buf,
+        "# your layout (--tp %d --pp %d --dp %d --zero %d --micro-batch %lld): "
+        "micro-batch %lld x %lld per step%s\n",
+        p.layout.tp, p.layout.pp, p.layout.dp, u.zero, static_cast<long long>(p.layout.micro_batch),
+        static_cast<long long>(p.layout.micro_batch),
+        static_cast<long long>(p.layout.micro_batches),
+        p.layout.pp > 1 ? (", bubble " + std::to_string(p.bubble * 100).substr(0, 5) + "%").c_str()
+                        : "");
+    out += buf;
+    out += total_line("#   ", p, opts);
+    for (const std::string& l : res.user_diff) out += "#   " + l + "\n";
   }
   out += "# " + res.verdict + "\n";
   return out;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -88,6 +89,17 @@ std::vector<CollectiveUse> layer_collectives(const Layer& layer, const Choice& c
 Memory layer_memory(const Layer& layer, const Choice& choice, const Layout& layout, int elem_bytes,
                     int optimizer_bytes);
 
+// The layout a user runs today, priced as given (`plan --tp --pp --dp
+// --zero --micro-batch`): layers that tensor parallelism splits are split
+// over tp, every layer's data-parallel part uses ZeRO stage `zero`.
+struct UserLayout {
+  int tp = 1;
+  int pp = 1;
+  int dp = 0;  // 0 = the most the ranks and the batch allow
+  int zero = 0;
+  std::int64_t micro_batch = 0;  // 0 = --micro-batch, else the per-rank batch
+};
+
 struct PlanOptions {
   int ranks = 0;
   std::int64_t batch = 0;        // global samples per step
@@ -100,6 +112,11 @@ struct PlanOptions {
   double device_tflops = 400;
   SimOptions sim{};
   std::string topology_file;  // for the report only
+  // Ranks per node for tensor and pipeline parallelism; 0 = the topology's
+  // node structure (--devices-per-node overrides it).
+  int devices_per_node = 0;
+  // A layout to price beside the planner's choice (--tp --pp --dp --zero).
+  std::optional<UserLayout> user;
 };
 
 struct LayerPlan {
@@ -132,6 +149,10 @@ struct Plan {
   Memory memory;            // per rank (the fullest stage)
   bool fits = false;
   double bubble = 0;  // pipeline bubble fraction (pp - 1) / m
+  // Seconds per step all told: compute + communication + bubble. Layouts
+  // (which differ in the work per rank) compete on it.
+  double step_time() const { return compute_time + time; }
+  int ranks_used() const { return layout.tp * layout.pp * layout.dp; }
 };
 
 // Every layer with the same strategy, with tp = pp = 1: what plain data
@@ -139,7 +160,9 @@ struct Plan {
 struct Alternative {
   std::string name;
   bool valid = false;  // false when the batch does not split over the ranks
-  double time = 0;
+  Layout layout;       // tp = pp = 1; the chosen plan's micro-batch where it divides
+  double time = 0;     // communication
+  double step_time = 0;
   Memory memory;
   bool fits = false;
 };
@@ -149,16 +172,19 @@ struct PlanResult {
   bool fits = false;
   Plan cheapest;  // the cheapest plan ignoring memory
   std::vector<Alternative> uniform;
-  std::string verdict;  // one or two lines: what was chosen and why
-  int devices_per_node = 1;
+  std::string verdict;       // one or two lines: what was chosen and why
+  int devices_per_node = 0;  // 0: the topology has no nodes and none were given
   std::int64_t simulations = 0;
   int optimizer_bytes = 12;
+  // The fastest fitting plan without tensor or pipeline parallelism (0 when
+  // none fits) and its data-parallel degree.
+  double simple_step_time = 0;
+  int simple_ranks = 0;
+  // --tp/--pp/--dp/--zero: that layout priced, and how it differs from the
+  // planner's choice (lines without a leading '#').
+  std::optional<Plan> user;
+  std::vector<std::string> user_diff;
 };
-
-// Ranks per node: consecutive ranks from 0 whose route from rank 0 looks like
-// the route 0 -> 1 (same bottleneck bandwidth and latency), e.g. 8 on the
-// shipped H100 clusters. Tensor parallelism stays inside it.
-int infer_devices_per_node(const Topology& topology);
 
 // Plans `model` on the first opts.ranks ranks of `topology`. Throws
 // UsageError when the batch cannot be split over any data-parallel degree.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -92,6 +93,9 @@ struct Frame {
   int bands = 0;
   double lo = 0, hi = 1;  // log2 of the smallest and largest plotted size
   double ymax = 1;
+  // The time chart: y on a log10 scale from 10^ylo to 10^yhi microseconds.
+  bool log_y = false;
+  double ylo = 0, yhi = 1;
   double plot_w() const { return width - left - right; }
   double plot_bottom() const { return height - bottom - bands * (band_h + 4); }
   double plot_h() const { return plot_bottom() - top; }
@@ -99,21 +103,47 @@ struct Frame {
     const double l = std::log2(static_cast<double>(bytes));
     return hi > lo ? left + (l - lo) / (hi - lo) * plot_w() : left + plot_w() / 2;
   }
-  double y(double busbw) const { return plot_bottom() - busbw / ymax * plot_h(); }
+  double y(double v) const {
+    if (log_y) return plot_bottom() - (std::log10(v) - ylo) / (yhi - ylo) * plot_h();
+    return plot_bottom() - v / ymax * plot_h();
+  }
 };
 
-std::string render_svg(const ChartGroup& g) {
+// What a chart plots against size: busbw (linear axis, with the best
+// bands under it) or time (log-log, where every size of a sweep is visible
+// and a line's slope says whether latency or bandwidth dominates).
+enum class ChartKind : std::uint8_t { busbw, time };
+
+double value_of(const ChartPoint& p, ChartKind kind) {
+  return kind == ChartKind::time ? p.time_us : p.busbw_gbps;
+}
+
+std::string render_svg(const ChartGroup& g, ChartKind kind) {
   Frame f;
-  f.bands = static_cast<int>(g.bands.size());
+  const bool time = kind == ChartKind::time;
+  f.log_y = time;
+  f.bands = time ? 0 : static_cast<int>(g.bands.size());
   // A long legend makes the chart taller rather than running off the bottom.
   f.height = std::max(f.height, f.top + 28 + 18.0 * static_cast<double>(g.series.size()));
   std::vector<std::int64_t> plotted;
   double ymax = 0;
   for (std::int64_t b : g.sizes)
     if (b > 0) plotted.push_back(b);
+  double tmin = 0, tmax = 0;
   for (const ChartSeries& s : g.series)
-    for (const ChartPoint& p : s.points) ymax = std::max(ymax, p.busbw_gbps);
+    for (const ChartPoint& p : s.points) {
+      ymax = std::max(ymax, p.busbw_gbps);
+      if (p.bytes > 0 && p.time_us > 0) {
+        tmin = tmin == 0 ? p.time_us : std::min(tmin, p.time_us);
+        tmax = std::max(tmax, p.time_us);
+      }
+    }
   f.ymax = nice_ceiling(ymax);
+  if (time && tmax > 0) {
+    f.ylo = std::floor(std::log10(tmin));
+    f.yhi = std::max(f.ylo + 1, std::ceil(std::log10(tmax)));
+  }
+  const std::string what = time ? "time against message size" : "busbw against message size";
   if (!plotted.empty()) {
     f.lo = std::floor(std::log2(static_cast<double>(plotted.front())));
     f.hi = std::ceil(std::log2(static_cast<double>(plotted.back())));
@@ -121,15 +151,17 @@ std::string render_svg(const ChartGroup& g) {
   std::string o;
   o += "<svg class=\"chart\" viewBox=\"0 0 " + fixed(f.width, 0) + " " + fixed(f.height, 0) +
        "\" width=\"" + fixed(f.width, 0) + "\" height=\"" + fixed(f.height, 0) +
-       "\" role=\"img\" aria-label=\"" + html_escape("busbw against size: " + group_title(g)) +
-       "\">\n";
-  o += "<title>" + html_escape("busbw (GB/s) against message size: " + group_title(g)) +
+       "\" role=\"img\" aria-label=\"" + html_escape(what + ": " + group_title(g)) + "\">\n";
+  o += "<title>" +
+       html_escape((time ? "time (us, log scale)" : "busbw (GB/s)") +
+                   std::string(" against message size: ") + group_title(g)) +
        "</title>\n";
   // Axes and grid.
   const double pb = f.plot_bottom();
   o += "<g class=\"grid\">\n";
-  for (int i = 0; i <= 5; ++i) {
-    const double v = f.ymax * i / 5;
+  const int yticks = time ? static_cast<int>(f.yhi - f.ylo) : 5;
+  for (int i = 0; i <= yticks; ++i) {
+    const double v = time ? std::pow(10.0, f.ylo + i) : f.ymax * i / 5;
     const double y = f.y(v);
     o += "<line x1=\"" + fixed(f.left, 1) + "\" y1=\"" + fixed(y, 1) + "\" x2=\"" +
          fixed(f.left + f.plot_w(), 1) + "\" y2=\"" + fixed(y, 1) + "\"/>\n";
@@ -160,41 +192,57 @@ std::string render_svg(const ChartGroup& g) {
        fixed(f.height - 8, 1) +
        "\" text-anchor=\"middle\">message size (bytes, log2 scale)</text>\n";
   o += "<text class=\"axis-label\" transform=\"translate(16 " + fixed(f.top + f.plot_h() / 2, 1) +
-       ") rotate(-90)\" text-anchor=\"middle\">busbw (GB/s)</text>\n";
+       ") rotate(-90)\" text-anchor=\"middle\">" +
+       (time ? "time (us, log10 scale)" : "busbw (GB/s)") + "</text>\n";
   if (plotted.empty())
     o += "<text x=\"" + fixed(f.left + f.plot_w() / 2, 1) + "\" y=\"" +
          fixed(f.top + f.plot_h() / 2, 1) +
          "\" text-anchor=\"middle\">no sizes above 0 bytes to plot; see the table</text>\n";
 
-  // Lines and points.
-  for (const ChartSeries& s : g.series) {
+  // Lines and points. Series drawn earlier are wider and have larger
+  // points, so a series that coincides with a later one (rabenseifner and
+  // rabenseifner:blocks) still shows around it.
+  const std::size_t n_series = g.series.size();
+  for (std::size_t si = 0; si < n_series; ++si) {
+    const ChartSeries& s = g.series[si];
+    const double spread =
+        n_series > 1 ? static_cast<double>(n_series - 1 - si) / static_cast<double>(n_series - 1)
+                     : 0.0;
+    const double width = 2 + 3 * spread;
+    const double radius = 3.5 + 2.5 * spread;
     const char* colour = kPalette[s.colour % kPaletteSize];
+    auto plotted_point = [&](const ChartPoint& p) {
+      return p.bytes > 0 && (!time || p.time_us > 0);
+    };
     std::string d;
     for (const ChartPoint& p : s.points) {
-      if (p.bytes <= 0) continue;
-      d += (d.empty() ? "M" : " L") + fixed(f.x(p.bytes), 2) + " " + fixed(f.y(p.busbw_gbps), 2);
+      if (!plotted_point(p)) continue;
+      d += (d.empty() ? "M" : " L") + fixed(f.x(p.bytes), 2) + " " +
+           fixed(f.y(value_of(p, kind)), 2);
     }
-    o += "<g class=\"series " +
+    o += "<g class=\"series s" + std::to_string(si) + " " +
          std::string(s.mode == ReportMode::simulate ? "simulated" : "measured") + "\">\n";
     if (!d.empty())
-      o += "<path d=\"" + d + "\" fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"2\"" +
+      o += "<path d=\"" + d + "\" fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"" +
+           fixed(width, 2) + "\"" +
            (s.mode == ReportMode::measure ? " stroke-dasharray=\"6 4\"" : "") + "><title>" +
            html_escape(s.label) + "</title></path>\n";
     for (const ChartPoint& p : s.points) {
-      if (p.bytes <= 0) continue;
+      if (!plotted_point(p)) continue;
       // Past ten algorithms colours repeat; squares then tell them apart.
       const bool square = (s.colour / kPaletteSize) % 2 == 1;
       const std::string title =
           html_escape(s.label + ": " + size_label(p.bytes) + " (" + std::to_string(p.bytes) + " B" +
                       (p.in_place ? ", in-place" : "") + "), busbw " + exact(p.busbw_gbps) +
                       " GB/s, time " + exact(p.time_us) + " us");
-      const double x = f.x(p.bytes), y = f.y(p.busbw_gbps);
+      const double x = f.x(p.bytes), y = f.y(value_of(p, kind));
       if (square)
-        o += "<rect x=\"" + fixed(x - 3.5, 2) + "\" y=\"" + fixed(y - 3.5, 2) +
-             "\" width=\"7\" height=\"7\" fill=\"" + colour + "\"><title>" + title +
-             "</title></rect>\n";
+        o += "<rect x=\"" + fixed(x - radius, 2) + "\" y=\"" + fixed(y - radius, 2) +
+             "\" width=\"" + fixed(2 * radius, 2) + "\" height=\"" + fixed(2 * radius, 2) +
+             "\" fill=\"" + colour + "\"><title>" + title + "</title></rect>\n";
       else
-        o += "<circle cx=\"" + fixed(x, 2) + "\" cy=\"" + fixed(y, 2) + "\" r=\"3.5\" fill=\"" +
+        o += "<circle cx=\"" + fixed(x, 2) + "\" cy=\"" + fixed(y, 2) + "\" r=\"" +
+             fixed(radius, 2) + "\" fill=\"" +
              (s.mode == ReportMode::measure ? std::string("white") : std::string(colour)) +
              "\" stroke=\"" + colour + "\" stroke-width=\"1.5\"><title>" + title +
              "</title></circle>\n";
@@ -204,7 +252,7 @@ std::string render_svg(const ChartGroup& g) {
 
   // Best-algorithm bands under the x axis: each cell spans half-way to its
   // neighbours, so a change of colour marks the crossover.
-  for (std::size_t b = 0; b < g.bands.size(); ++b) {
+  for (std::size_t b = 0; !time && b < g.bands.size(); ++b) {
     const auto& [mode, cells] = g.bands[b];
     const double y = pb + 28 + static_cast<double>(b) * (f.band_h + 4);
     // Labelled right of the plot, where the legend column leaves room.
@@ -306,6 +354,46 @@ std::string render_table_html(const ChartGroup& g) {
     o += "</tr>\n";
   }
   return o + "</tbody>\n</table>\n";
+}
+
+// Past this many series in one chart the page starts with a summary.
+constexpr std::size_t kSummarySeries = 8;
+
+// One row per chart: series, sizes, the best algorithm of each mode at the
+// smallest and the largest size, and where the best changes.
+std::string render_summary(const std::vector<ChartGroup>& groups) {
+  std::string o =
+      "<section class=\"summary\">\n<h2>Summary</h2>\n<table>\n<thead><tr><th>chart</th>"
+      "<th>series</th><th>sizes</th><th>best at the smallest size</th><th>best at the largest "
+      "size</th><th>crossovers</th></tr></thead>\n<tbody>\n";
+  for (std::size_t k = 0; k < groups.size(); ++k) {
+    const ChartGroup& g = groups[k];
+    std::string sizes = std::to_string(g.sizes.size());
+    if (!g.sizes.empty())
+      sizes += " (" + size_label(g.sizes.front()) +
+               (g.sizes.size() > 1 ? " to " + size_label(g.sizes.back()) : std::string()) + ")";
+    std::string small, large, cross;
+    for (const auto& [band_mode, cells] : g.bands) {
+      if (cells.empty()) continue;
+      const ReportMode mode = band_mode;  // a lambda may not capture a binding (C++17)
+      const auto name = [&](const BandCell& c) {
+        const ChartPoint* p = point_at(g.series[c.series], c.bytes);
+        return g.series[c.series].algorithm + " (" + mode_word(mode) + ", " +
+               fixed(p ? p->busbw_gbps : 0, 2) + " GB/s)";
+      };
+      small += (small.empty() ? "" : "; ") + name(cells.front());
+      large += (large.empty() ? "" : "; ") + name(cells.back());
+      int changes = 0;
+      for (std::size_t i = 1; i < cells.size(); ++i)
+        changes += g.series[cells[i].series].algorithm != g.series[cells[i - 1].series].algorithm;
+      cross += (cross.empty() ? "" : "; ") + std::to_string(changes) + " " + mode_word(mode);
+    }
+    o += "<tr><td><a href=\"#chart-" + std::to_string(k) + "\">" + html_escape(group_title(g)) +
+         "</a></td><td class=\"num\">" + std::to_string(g.series.size()) + "</td><td>" +
+         html_escape(sizes) + "</td><td>" + html_escape(small) + "</td><td>" + html_escape(large) +
+         "</td><td>" + html_escape(cross) + "</td></tr>\n";
+  }
+  return o + "</tbody>\n</table>\n</section>\n";
 }
 
 std::string markdown_cell(const std::string& s) {
@@ -463,11 +551,19 @@ std::string render_html_report(const std::vector<NamedReport>& inputs) {
       "table{border-collapse:collapse;margin:8px 0 32px;font-size:13px}\n"
       "th,td{border:1px solid #ccc;padding:3px 8px}\nth{background:#f3f3f3}\n"
       "td.num{text-align:right;font-variant-numeric:tabular-nums}\ntd.best{font-weight:bold}\n"
+      "input.toggle{position:absolute;opacity:0;pointer-events:none}\n"
+      ".toggles{font-size:13px;margin:4px 0 8px}\n"
+      ".toggles label{cursor:pointer;margin-right:14px;white-space:nowrap}\n"
+      ".swatch{display:inline-block;width:22px;margin-right:5px;vertical-align:middle;"
+      "border-top:3px solid}\n.swatch.dashed{border-top-style:dashed}\n"
       "</style>\n</head>\n<body>\n<h1>collkit report</h1>\n";
-  o += "<p>busbw against message size per algorithm. Solid lines and filled points are "
-       "simulated, dashed lines and hollow points measured; the bands under each chart show "
+  o += "<p>Per chart: busbw against message size, then time against message size on "
+       "log-log axes (every size visible; a slope of 1 means bandwidth-bound, 0 "
+       "latency-bound). Solid lines and filled points are "
+       "simulated, dashed lines and hollow points measured; the bands under each busbw chart show "
        "the fastest algorithm per size. Hover a point for its exact figures. Where a size has "
-       "an out-of-place row it is plotted, else the in-place one.</p>\n<ul class=\"inputs\">\n";
+       "an out-of-place row it is plotted, else the in-place one. Lines drawn first are wider, "
+       "so a series hidden under another one shows around it.</p>\n<ul class=\"inputs\">\n";
   for (const NamedReport& in : inputs) {
     const Report& r = in.report;
     std::string desc = in.file + ": " + mode_word(r.mode) + ", backend " +
@@ -490,13 +586,44 @@ std::string render_html_report(const std::vector<NamedReport>& inputs) {
   }
   o += "</ul>\n";
   if (groups.empty()) o += "<p>The inputs hold no result rows.</p>\n";
-  for (const ChartGroup& g : groups) {
-    o += "<section>\n<h2>" + html_escape(group_title(g)) + "</h2>\n";
-    o += render_svg(g);
+  // Many charts, or many series in one: a summary first, one row per chart
+  // with a link to it.
+  bool many_series = false;
+  for (const ChartGroup& g : groups) many_series = many_series || g.series.size() > kSummarySeries;
+  if (groups.size() > 1 || many_series) o += render_summary(groups);
+  // Legend toggles without scripts: a hidden checkbox per series precedes
+  // the charts, its label is the legend entry, and a CSS rule per series
+  // hides its lines and points while unchecked.
+  std::string css;
+  for (std::size_t k = 0; k < groups.size(); ++k) {
+    const ChartGroup& g = groups[k];
+    const std::string id = "chart-" + std::to_string(k);
+    o += "<section id=\"" + id + "\">\n<h2>" + html_escape(group_title(g)) + "</h2>\n";
+    std::string labels;
+    for (std::size_t i = 0; i < g.series.size(); ++i) {
+      const std::string t = "t" + std::to_string(k) + "-" + std::to_string(i);
+      o += "<input type=\"checkbox\" class=\"toggle\" id=\"" + t + "\" checked>\n";
+      const ChartSeries& s = g.series[i];
+      labels += "<label for=\"" + t + "\"><span class=\"swatch" +
+                (s.mode == ReportMode::measure ? std::string(" dashed") : std::string()) +
+                "\" style=\"border-color:" + kPalette[s.colour % kPaletteSize] + "\"></span>" +
+                html_escape(s.label) + "</label>\n";
+      css += "#" + t + ":not(:checked)~.charts .s" + std::to_string(i) + "{display:none}\n#" + t +
+             ":not(:checked)~.toggles label[for=" + t +
+             "]{opacity:.45;text-decoration:line-through}\n";
+    }
+    o += "<div class=\"toggles\">show: " + labels + "</div>\n";
+    o += "<div class=\"charts\">\n";
+    o += render_svg(g, ChartKind::busbw);
+    o += render_svg(g, ChartKind::time);
+    o += "</div>\n";
     o += render_table_html(g);
     o += "</section>\n";
   }
-  return o + "</body>\n</html>\n";
+  o += "</body>\n</html>\n";
+  const std::size_t head = o.find("</style>");
+  o.insert(head, css);
+  return o;
 }
 
 std::string render_csv_report(const std::vector<NamedReport>& inputs) {

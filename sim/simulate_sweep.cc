@@ -29,8 +29,12 @@ CostParams cost_params_of(const Topology& topology, int ranks) {
   return params;
 }
 
-std::vector<SweepPoint> simulate_sweep(const SweepSpec& sweep, const Topology& topology,
+std::vector<SweepPoint> simulate_sweep(const SweepSpec& spec, const Topology& topology,
                                        const SimOptions& options, const ProgressFn& progress) {
+  // Defaults that follow the machine (hierarchical's group = a node) come
+  // from the topology's node structure.
+  SweepSpec sweep = spec;
+  if (sweep.node_size == 0) sweep.node_size = topology.ranks_per_node(sweep.ranks);
   if (sweep.ranks > topology.num_ranks())
     throw UsageError("--ranks " + std::to_string(sweep.ranks) + " is more than the " +
                      std::to_string(topology.num_ranks()) + " ranks of topology '" + topology.name +

@@ -21,6 +21,7 @@ ScheduleSpec schedule_spec(const SweepSpec& sweep, const std::string& algorithm,
   if (sweep.segment_bytes > 0)
     spec.segment = std::max<std::int64_t>(1, sweep.segment_bytes / spec.elem_size);
   spec.group_size = sweep.group_size;
+  spec.node_size = sweep.node_size;
   spec.model = sweep.model;
   return spec;
 }

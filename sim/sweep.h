@@ -29,6 +29,7 @@ struct SweepSpec {
   std::vector<std::int64_t> sizes;  // bytes as the user gave them (sweep_sizes)
   std::int64_t segment_bytes = 0;   // pipelined algorithms; 0 = closed-form optimum
   int group_size = 0;               // hierarchical algorithms; 0 = automatic
+  int node_size = 0;                // ranks per node; 0 = unknown (simulate_sweep: the topology's)
   CostParams model{};               // only picks default segment sizes
 };
 

@@ -120,6 +120,24 @@ class Topology {
     return devices_per_node > 0 ? rank / devices_per_node : -1;
   }
   bool has_nodes() const { return !rank_node.empty() || devices_per_node > 0; }
+  // Ranks per node among the first `ranks` ranks: 0 when the topology has no
+  // node structure or those ranks' nodes differ in size (a node cut short by
+  // --ranks, hosts of different sizes). One node holding them all gives
+  // `ranks`.
+  int ranks_per_node(int ranks) const {
+    if (!has_nodes() || ranks < 1) return 0;
+    int size = 0;
+    int run = 0;
+    for (int r = 0; r < ranks; ++r) {
+      ++run;
+      if (r + 1 == ranks || node_of(r + 1) != node_of(r)) {
+        if (size != 0 && run != size) return 0;
+        size = run;
+        run = 0;
+      }
+    }
+    return size;
+  }
 
   // Endpoints the file describes (>= num_ranks(): --ranks may use fewer).
   // The defaults fit a topology whose every node is a rank.

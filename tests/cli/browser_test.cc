@@ -1,6 +1,6 @@
 // `collkit report`'s page opened in a real browser: headless Chromium loads
 // report.html from disk, and the test checks what it rendered: the DOM after
-// load holds one <svg> per chart, the console stayed silent, and the
+// load holds a busbw and a time <svg> per chart, the console stayed silent, and the
 // screenshot is not blank but shows the lines in the palette's colours.
 // Negative controls prove each detector can fail. Skips with a message when
 // no Chromium is installed (.ci/run installs the Debian package `chromium`).
@@ -169,14 +169,15 @@ class BrowserTest : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(BrowserTest, DomAfterLoadHoldsOneSvgPerChartAndTheConsoleIsSilent) {
+TEST_F(BrowserTest, DomAfterLoadHoldsABusbwAndATimeSvgPerChartAndTheConsoleIsSilent) {
   const fs::path page = make_report();
   const Browser b = open_in_chromium(chromium_, dir_, page, "--dump-dom");
   ASSERT_EQ(b.exit_code, 0) << b.err;
-  EXPECT_EQ(count(b.out, "<svg"), 2u) << b.out.substr(0, 2000);
+  EXPECT_EQ(count(b.out, "<svg"), 4u) << b.out.substr(0, 2000);
+  EXPECT_EQ(count(b.out, "time (us, log10 scale)</text>"), 2u);  // the log-log time views
   EXPECT_NE(b.out.find("all_reduce"), std::string::npos);
   EXPECT_NE(b.out.find("all_gather"), std::string::npos);
-  EXPECT_GE(count(b.out, "<path "), 4u);  // a line per algorithm per chart
+  EXPECT_GE(count(b.out, "<path "), 8u);  // a line per algorithm per chart
   const auto console = console_lines(b.err);
   EXPECT_TRUE(console.empty()) << console.front();
 }
@@ -197,6 +198,33 @@ TEST_F(BrowserTest, ScreenshotIsNotBlankAndShowsTheLinesColours) {
   EXPECT_GT(pixels_near(img, "#4e79a7"), 200u);
   EXPECT_GT(pixels_near(img, "#f28e2b"), 200u);
   EXPECT_TRUE(console_lines(b.err).empty());
+}
+
+// The legend toggle works in the browser: with the first series' checkbox
+// unchecked (as a click on its legend entry leaves it), its colour all but
+// leaves the screen: what is left is its legend swatch and best-band cells.
+TEST_F(BrowserTest, UncheckedLegendEntryHidesItsSeries) {
+  const fs::path page = make_report();
+  std::string html = slurp(page);
+  const std::string on = "id=\"t0-0\" checked>";
+  ASSERT_NE(html.find(on), std::string::npos);
+  html.replace(html.find(on), on.size(), "id=\"t0-0\">");
+  const fs::path off = dir_ / "off.html";
+  std::ofstream(off) << html;
+  const fs::path shot_on = dir_ / "on.png";
+  const fs::path shot_off = dir_ / "off.png";
+  ASSERT_EQ(
+      open_in_chromium(chromium_, dir_, page, "--screenshot='" + shot_on.string() + "'").exit_code,
+      0);
+  ASSERT_EQ(
+      open_in_chromium(chromium_, dir_, off, "--screenshot='" + shot_off.string() + "'").exit_code,
+      0);
+  const std::size_t shown = pixels_near(read_png(shot_on), "#4e79a7");
+  const std::size_t hidden = pixels_near(read_png(shot_off), "#4e79a7");
+  EXPECT_GT(shown, 200u);
+  EXPECT_LT(hidden * 2, shown) << "shown " << shown << ", hidden " << hidden;
+  // The other series is untouched.
+  EXPECT_GT(pixels_near(read_png(shot_off), "#f28e2b"), 200u);
 }
 
 // The detectors themselves: a page with a script error is caught, and a blank

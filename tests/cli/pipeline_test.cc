@@ -150,7 +150,7 @@ TEST_F(PipelineTest, MeasureCalibrateSimulateCompareReport) {
   std::size_t svgs = 0;
   for (std::size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1))
     ++svgs;
-  EXPECT_EQ(svgs, 2u);
+  EXPECT_EQ(svgs, 4u);  // two charts, each as busbw and as time against size
   EXPECT_NE(html.find("ring (measured)"), std::string::npos);
   EXPECT_NE(html.find("ring (simulated)"), std::string::npos);
   EXPECT_NE(html.find("native (measured)"), std::string::npos);

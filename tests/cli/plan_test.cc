@@ -68,6 +68,51 @@ TEST_F(PlanCli, AlexNetPlanPrintsAndWritesJson) {
   EXPECT_EQ(files, 1);  // plan.json only
 }
 
+// --tp --pp --dp --zero: the layout a user runs, priced beside the choice in
+// the table and in the JSON, with what separates them.
+TEST_F(PlanCli, UserLayoutPrintedBesideTheChoice) {
+  const fs::path json = dir_ / "plan.json";
+  const RunResult r = run(alexnet_on_dgx() + " --batch 256 --dp 8 --zero 1 --micro-batch 32 " +
+                          "--json '" + json.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("# your layout (--tp 1 --pp 1 --dp 8 --zero 1 --micro-batch 32): "
+                       "micro-batch 32 x 1 per step\n#   step "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("slower per step than the planner's choice"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("#   fc6: yours zero1"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(j["user_layout"]["layout"]["zero_stage"], 1);
+  EXPECT_EQ(j["user_layout"]["layout"]["data_parallel"], 8);
+  EXPECT_EQ(j["user_layout"]["layers"][5]["strategy"], "zero1");
+  // The user's step is compute + communication + bubble.
+  const auto& t = j["user_layout"]["totals"];
+  EXPECT_NEAR(t["step_time_us"].get<double>(),
+              t["compute_time_us"].get<double>() + t["comm_time_us"].get<double>() +
+                  t["bubble_time_us"].get<double>(),
+              1e-6);
+  EXPECT_GT(t["step_time_us"].get<double>(), j["totals"]["step_time_us"].get<double>());
+}
+
+// A topology without nodes: the plan says tensor and pipeline parallelism
+// were not considered and JSON's devices_per_node is null.
+TEST_F(PlanCli, TopologyWithoutNodes) {
+  const fs::path json = dir_ / "plan.json";
+  const RunResult r =
+      run("--model '" + src("models/gpt2-1.5b.json") + "' --topology '" +
+          src("topologies/fat-tree-k8.json") + "' --batch 128 --json '" + json.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("on 128 ranks (no nodes)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tensor_parallel 1 x pipeline 1 x data_parallel 128"), std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(json));
+  EXPECT_TRUE(j["devices_per_node"].is_null());
+  const RunResult four =
+      run("--model '" + src("models/gpt2-1.5b.json") + "' --topology '" +
+          src("topologies/fat-tree-k8.json") + "' --batch 128 --devices-per-node 4");
+  ASSERT_EQ(four.exit_code, 0) << four.err;
+  EXPECT_NE(four.out.find("on 128 ranks (4 per node)"), std::string::npos) << four.out;
+}
+
 TEST_F(PlanCli, NothingFitsIsSaidClearly) {
   const RunResult r = run(alexnet_on_dgx() + " --batch 256 --device-memory 1MB");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -89,8 +134,16 @@ TEST_F(PlanCli, BadInputExitsTwoWithAMessage) {
       "kind": "linear", "shape": {"in_features": 10, "out_features": -4}}]})";
   const std::string topo = " --topology '" + src("topologies/dgx-h100.json") + "'";
   const Case cases[] = {
-      {alexnet_on_dgx() + " --batch 100",
-       "--batch 100 is not divisible by the data-parallel degree 8"},
+      {alexnet_on_dgx() + " --batch 100 --micro-batch 3",
+       "--micro-batch 3 divides no per-rank batch of --batch 100"},
+      {alexnet_on_dgx() + " --batch 256 --tp 0", "--tp '0': must be >= 1"},
+      {alexnet_on_dgx() + " --batch 256 --zero 4", "--zero '4': expected 0, 1, 2 or 3"},
+      {alexnet_on_dgx() + " --batch 256 --dp 16",
+       "--tp 1 x --pp 1 x --dp 16 = 16 ranks, more than the 8"},
+      {alexnet_on_dgx() + " --batch 256 --dp 3", "--dp 3: does not divide --batch 256"},
+      {alexnet_on_dgx() + " --batch 256 --devices-per-node 3",
+       "--devices-per-node 3: must divide the 8 ranks"},
+      {alexnet_on_dgx() + " --batch 256 --devices-per-node x", "--devices-per-node 'x'"},
       {alexnet_on_dgx() + " --batch 0", "--batch '0': must be >= 1"},
       {alexnet_on_dgx() + " --batch 256 --device-memory 80XB", "--device-memory '80XB'"},
       {alexnet_on_dgx() + " --batch 256 --dtype float7", "float7"},

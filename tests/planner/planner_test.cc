@@ -229,16 +229,181 @@ TEST_F(AlexNetOnDgx, FcLayersSwitchToDataParallelAtTheCrossover) {
   }
 }
 
-TEST_F(AlexNetOnDgx, BatchNotDivisibleIsAUsageError) {
+// A batch the ranks do not divide runs data parallel on the most ranks it
+// splits over (100 = 5 x 20 on 5 of 8), the rest idle and said so.
+TEST_F(AlexNetOnDgx, BatchNotDivisibleLeavesRanksIdle) {
+  const PlanResult r = plan(100);
+  EXPECT_EQ(r.plan.layout.dp, 5);
+  EXPECT_EQ(r.plan.ranks_used(), 5);
+  EXPECT_NE(r.verdict.find("3 of 8 ranks idle: batch 100 splits over at most 5"), std::string::npos)
+      << r.verdict;
+}
+
+// The --tp --pp --dp --zero layout priced beside the choice: ZeRO-1 on
+// every layer over 8 ranks with the whole per-rank batch in one
+// micro-batch is exactly the uniform zero1 plan at that micro-batch, and
+// its memory is the ZeRO table's by hand.
+TEST_F(AlexNetOnDgx, UserLayoutIsPricedBesideTheChoice) {
+  PlanOptions o;
+  o.ranks = 8;
+  o.batch = 256;
+  o.user = UserLayout{1, 1, 8, 1, 32};
+  const PlanResult r = make_plan(model_, *topo_, o);
+  ASSERT_TRUE(r.user);
+  const Plan& u = *r.user;
+  EXPECT_EQ(u.layout.dp, 8);
+  EXPECT_EQ(u.layout.micro_batch, 32);
+  EXPECT_EQ(u.layout.micro_batches, 1);
+  double act = 0;
+  for (const Layer& l : model_.layers) act += 32.0 * l.act_out * l.repeat * 2;
+  const double psi = 61100840;
+  EXPECT_NEAR(u.memory.total(), 2 * psi + 2 * psi + 12 * psi / 8 + act, 1e-3);
+  // Every layer's collectives: a reduce_scatter and an all_gather of its
+  // bf16 weights over the 8 ranks, once per step.
+  for (const LayerPlan& lp : u.layers) {
+    ASSERT_EQ(lp.collectives.size(), 2u) << lp.name;
+    EXPECT_EQ(lp.collectives[0].collective, Collective::reduce_scatter);
+    EXPECT_EQ(lp.collectives[0].bytes, lp.params * 2);
+    EXPECT_EQ(lp.collectives[0].group_size, 8);
+  }
+  // The same layout as the uniform zero1 row (micro-batch 32 is the choice's).
+  ASSERT_EQ(r.uniform[1].name, "zero1");
+  ASSERT_EQ(r.uniform[1].layout.micro_batch, 32);
+  EXPECT_NEAR(u.comm_time, r.uniform[1].time, 1e-12);
+  EXPECT_NEAR(u.memory.total(), r.uniform[1].memory.total(), 1e-3);
+  // The difference: the step, the memory, and fc6's split against zero1.
+  ASSERT_GE(r.user_diff.size(), 3u);
+  EXPECT_NE(r.user_diff[0].find("slower per step than the planner's choice"), std::string::npos)
+      << r.user_diff[0];
+  EXPECT_NE(r.user_diff[0].find("communication +"), std::string::npos) << r.user_diff[0];
+  bool fc6 = false;
+  for (const std::string& l : r.user_diff)
+    fc6 = fc6 || l.rfind("fc6: yours zero1", 0) == 0 &&
+                     l.find("the choice's fc_split") != std::string::npos;
+  EXPECT_TRUE(fc6);
+  EXPECT_GT(u.step_time(), r.plan.step_time());
+
+  o.user = UserLayout{1, 1, 16, 0, 0};
+  EXPECT_THROW(make_plan(model_, *topo_, o), UsageError);  // 16 ranks of 8
+  o.user = UserLayout{1, 1, 8, 0, 5};
+  EXPECT_THROW(make_plan(model_, *topo_, o), UsageError);  // 5 does not divide 32
+}
+
+// Small batches on many ranks (issue 16): AlexNet and ResNet-50 at batch 256
+// on 1024 H100 run data parallel on 256 ranks, one sample each, and neither
+// pipeline nor tensor parallelism (which had 8 stages and a 700% bubble);
+// the step is compute (3 x forward FLOPs of one sample at 400 TFLOPS) plus
+// communication.
+TEST(PlannerSmallBatch, DataParallelWherePipelinesWouldNotHelp) {
+  const auto topo = load_topology(source("topologies/h100-cluster-128x8.json"));
+  for (const char* name : {"alexnet", "resnet50"}) {
+    const Model m = model(name);
+    PlanOptions o;
+    o.ranks = 1024;
+    o.batch = 256;
+    const PlanResult r = make_plan(m, *topo, o);
+    ASSERT_TRUE(r.fits) << name;
+    EXPECT_EQ(r.plan.layout.tp, 1) << name;
+    EXPECT_EQ(r.plan.layout.pp, 1) << name;
+    EXPECT_EQ(r.plan.layout.dp, 256) << name;
+    EXPECT_EQ(r.plan.ranks_used(), 256) << name;
+    EXPECT_EQ(r.plan.bubble, 0) << name;
+    double flops = 0;
+    for (const Layer& l : m.layers) flops += static_cast<double>(l.flops) * l.repeat;
+    EXPECT_NEAR(r.plan.compute_time, 3 * flops / 400e12, 1e-12) << name;
+    EXPECT_NEAR(r.plan.step_time(), r.plan.compute_time + r.plan.comm_time, 1e-12) << name;
+  }
+}
+
+// Whatever the planner picks with tensor or pipeline parallelism, it either
+// is needed to fit or beats the best plain data-parallel plan by the margin.
+TEST(PlannerSmallBatch, TensorParallelOnlyWhereItLowersTheStep) {
+  const auto topo = load_topology(source("topologies/h100-cluster-128x8.json"));
+  PlanOptions o;
+  o.ranks = 1024;
+  o.batch = 256;
+  const PlanResult r = make_plan(model("gpt2-124m"), *topo, o);
+  ASSERT_TRUE(r.fits);
+  ASSERT_GT(r.simple_step_time, 0);
+  if (r.plan.layout.tp > 1 || r.plan.layout.pp > 1) {
+    EXPECT_LT(r.plan.step_time(), 0.95 * r.simple_step_time);
+    EXPECT_NE(r.verdict.find("lowers the step from"), std::string::npos) << r.verdict;
+  }
+  // The uniform dp row is the plain data-parallel plan on 256 ranks.
+  EXPECT_EQ(r.uniform[0].layout.dp, 256);
+}
+
+// Devices per node come from the topology's nodes, never from routes: the
+// fat tree has none (its 4 hosts per edge switch are not a node), so GPT-2
+// 1.5B runs without tensor parallelism there; --devices-per-node gives
+// nodes; a plan that needs them on a topology without nodes is an error.
+TEST(PlannerNodes, FromTheTopologyOrTheFlag) {
+  EXPECT_EQ(load_topology(source("topologies/dgx-h100.json"))->ranks_per_node(8), 8);
+  EXPECT_EQ(load_topology(source("topologies/dgx-h100.json"))->ranks_per_node(4), 4);
+  EXPECT_EQ(load_topology(source("topologies/h100-cluster-4x8.json"))->ranks_per_node(32), 8);
+  EXPECT_EQ(load_topology(source("topologies/h100-cluster-4x8.json"))->ranks_per_node(12), 0);
+  for (const char* none : {"fat-tree-k8", "torus-4x4", "ring-8", "switch-16"})
+    EXPECT_EQ(load_topology(source(std::string("topologies/") + none + ".json"))->ranks_per_node(8),
+              0)
+        << none;
+
+  const auto fat = load_topology(source("topologies/fat-tree-k8.json"));
+  PlanOptions o;
+  o.ranks = fat->num_ranks();
+  o.batch = 128;
+  PlanResult r = make_plan(model("gpt2-1.5b"), *fat, o);
+  EXPECT_EQ(r.devices_per_node, 0);
+  EXPECT_EQ(r.plan.layout.tp, 1);
+  EXPECT_NE(r.verdict.find("--devices-per-node"), std::string::npos) << r.verdict;
+
+  o.devices_per_node = 4;
+  r = make_plan(model("gpt2-1.5b"), *fat, o);
+  EXPECT_EQ(r.devices_per_node, 4);
+  o.devices_per_node = 3;
+  EXPECT_THROW(make_plan(model("gpt2-1.5b"), *fat, o), UsageError);
+
+  // Llama-2-70B on 8 ranks fits only with model parallelism: without nodes
+  // that is an error naming the flag.
+  PlanOptions small;
+  small.ranks = 8;
+  small.batch = 8;
+  small.topology_file = "topologies/fat-tree-k8.json";
   try {
-    plan(100);
+    make_plan(model("llama2-70b"), *load_topology(source("topologies/fat-tree-k8.json"), 8), small);
     FAIL();
   } catch (const UsageError& e) {
-    EXPECT_NE(
-        std::string(e.what()).find("--batch 100 is not divisible by the data-parallel degree 8"),
-        std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("give --devices-per-node N"), std::string::npos)
         << e.what();
   }
+}
+
+// The uniform rows use the chosen plan's micro-batch: Llama-2-70B on one
+// DGX chooses ZeRO-3 for everything at micro-batch 1 x 8, so the uniform
+// zero3 row is the chosen plan, memory for memory (it had said 875.9 GB
+// against the choice's 143.7 GB, from 8-sample micro-batches).
+TEST(PlannerLlama, UniformRowsUseTheChosenMicroBatch) {
+  const auto topo = load_topology(source("topologies/dgx-h100.json"));
+  const Model m = model("llama2-70b");
+  PlanOptions o;
+  o.ranks = 8;
+  o.batch = 64;
+  const PlanResult r = make_plan(m, *topo, o);
+  const Layout& lay = r.plan.layout;
+  for (const Alternative& a : r.uniform) {
+    EXPECT_EQ(a.layout.micro_batch, lay.micro_batch) << a.name;
+    EXPECT_EQ(a.layout.micro_batches, lay.micro_batches) << a.name;
+  }
+  // By hand: ZeRO-3 model states, 16 bytes per parameter over 8 ranks, and
+  // one micro-batch of each layer's output.
+  double act = 0;
+  for (const Layer& l : m.layers)
+    act += static_cast<double>(lay.micro_batch) * l.act_out * l.repeat * 2;
+  const double psi = 68976648192.0;
+  EXPECT_NEAR(r.uniform[3].memory.total(), 16 * psi / 8 + act, 1e-3 * psi);
+  bool all_zero3 = true;
+  for (const LayerPlan& lp : r.plan.layers) all_zero3 = all_zero3 && lp.choice.zero_stage == 3;
+  if (all_zero3 && lay.tp == 1 && lay.pp == 1)
+    EXPECT_NEAR(r.uniform[3].memory.total(), r.plan.memory.total(), 1.0);
 }
 
 TEST(PlannerLlama, SevenBOnEightGpusNeedsZero) {
@@ -276,8 +441,8 @@ TEST(PlannerGpt3, FitsOn1024H100WithTensorAndPipelineParallel) {
 
   // dp, zero1 and zero2 over all 1024 ranks do not fit; each one's memory is shown.
   const double psi = 174604259328.0;
-  const double uniform_act =
-      2.0 * 2048 * 12288 * 2 * (96 + 2);  // 2 samples, every layer output, bf16
+  // The chosen micro-batch (1 sample), every layer output, bf16.
+  const double uniform_act = 1.0 * 2048 * 12288 * 2 * (96 + 2);
   const double expected_uniform[] = {16 * psi, 4 * psi + 12 * psi / 1024,
                                      2 * psi + 14 * psi / 1024};
   for (int z = 0; z < 3; ++z) {
@@ -337,10 +502,12 @@ TEST(PlannerGpt3, FitsOn1024H100WithTensorAndPipelineParallel) {
   for (const CollectiveUse& u : p.pipeline) bytes += static_cast<double>(u.bytes) * u.count;
   EXPECT_DOUBLE_EQ(bytes, expected_bytes);
   // Time = communication of the slowest stage + bubble x compute, compute =
-  // 3 x forward FLOPs x 128 samples / (4 x 16) at 400 TFLOPS.
+  // 3 x forward FLOPs x 128 samples / 16 stages at 400 TFLOPS, the blocks'
+  // FLOPs split over the 4 ranks of their tensor-parallel group.
   double flops = 0;
-  for (const Layer& l : m.layers) flops += static_cast<double>(l.flops) * l.repeat;
-  EXPECT_NEAR(p.compute_time, 3 * flops * 128 / 64 / 400e12, 1e-9);
+  for (const Layer& l : m.layers)
+    flops += static_cast<double>(l.flops) * l.repeat / (l.name == "blocks" ? 4 : 1);
+  EXPECT_NEAR(p.compute_time, 3 * flops * 128 / 16 / 400e12, 1e-9);
   EXPECT_NEAR(p.time, p.comm_time + 15.0 / 128 * p.compute_time, 1e-9);
   EXPECT_GT(p.time, 0);
 }

@@ -5,8 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace collkit {
@@ -144,14 +147,15 @@ TEST(ChartGroups, NamesTheFileWhenAChartHasTwoOfAMode) {
   EXPECT_EQ(groups[0].series[2].label, "ring (simulated, b.json)");
 }
 
-TEST(HtmlReport, OneSvgPerGroupAndAPathPerSeries) {
+TEST(HtmlReport, TwoSvgsPerGroupAndAPathPerSeries) {
   const std::string html = render_html_report(inputs());
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
-  EXPECT_EQ(count(html, "<svg"), 3u);
-  EXPECT_EQ(count(html, "</svg>"), 3u);
-  EXPECT_EQ(count(html, "<path "), 3u + 1u + 1u);  // all_reduce float, all_gather, double
-  EXPECT_EQ(count(html, "<table>"), 3u);
-  EXPECT_EQ(count(html, "<section>"), 3u);
+  // busbw and time per group.
+  EXPECT_EQ(count(html, "<svg"), 6u);
+  EXPECT_EQ(count(html, "</svg>"), 6u);
+  EXPECT_EQ(count(html, "<path "), 2 * (3u + 1u + 1u));  // all_reduce float, all_gather, double
+  EXPECT_EQ(count(html, "<table>"), 3u + 1u);            // and the summary's
+  EXPECT_EQ(count(html, "<section id=\"chart-"), 3u);
 }
 
 TEST(HtmlReport, MeasuredLinesAreDashedSimulatedSolid) {
@@ -170,8 +174,8 @@ TEST(HtmlReport, MeasuredLinesAreDashedSimulatedSolid) {
       ++solid;
     }
   }
-  EXPECT_EQ(dashed, 2u);
-  EXPECT_EQ(solid, 3u);
+  EXPECT_EQ(dashed, 2 * 2u);  // in the busbw and in the time chart
+  EXPECT_EQ(solid, 2 * 3u);
 }
 
 TEST(HtmlReport, TitlesCarryExactValuesAxesUnitsAndALegend) {
@@ -219,7 +223,7 @@ TEST(HtmlReport, ZeroByteRowsStayInTheTableOnly) {
   Report s = simulated();
   s.results = {row(Collective::barrier, "dissemination", 0, 3, 0)};
   const std::string html = render_html_report({{"s.json", s}});
-  EXPECT_EQ(count(html, "<svg"), 1u);
+  EXPECT_EQ(count(html, "<svg"), 2u);  // busbw and time, both empty
   EXPECT_EQ(count(html, "<path "), 0u);
   EXPECT_NE(html.find("no sizes above 0 bytes"), std::string::npos);
   EXPECT_NE(html.find("<td class=\"num best\" title=\"busbw 0.0 GB/s, time 3.0 us\">"),
@@ -232,7 +236,7 @@ TEST(HtmlReport, ManySeriesGetAllPathsAndATallerChart) {
   for (int a = 0; a < 30; ++a)
     s.results.push_back(row(Collective::all_reduce, "algo" + std::to_string(a), 1024, 1, 1));
   const std::string html = render_html_report({{"s.json", s}});
-  EXPECT_EQ(count(html, "<path "), 30u);
+  EXPECT_EQ(count(html, "<path "), 2 * 30u);                  // busbw and time charts
   EXPECT_NE(html.find("height=\"588\""), std::string::npos);  // 20 + 28 + 30 x 18
   EXPECT_NE(html.find("<rect "), std::string::npos);          // squares past ten colours
 }
@@ -276,6 +280,119 @@ TEST(MarkdownReport, AHeadingAndTablePerGroup) {
   EXPECT_NE(md.find("| 1 KiB | 1024 | 1.50 | 3.00 | 1.30 | tree | ring |"), std::string::npos);
   EXPECT_NE(md.find("| 1 MiB | 1048576 | 80.00 | 40.00 | 64.00 | ring | ring |"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace collkit
+
+namespace collkit {
+namespace {
+
+std::vector<std::pair<double, double>> path_points(const std::string& d) {
+  std::vector<std::pair<double, double>> out;
+  std::istringstream in(d);
+  std::string cmd;
+  double x = 0, y = 0;
+  while (in >> cmd >> y) {
+    x = std::stod(cmd.substr(1));
+    out.emplace_back(x, y);
+  }
+  return out;
+}
+
+// The time chart is log-log: a series whose time is proportional to size
+// (1 us at 1 KiB, 1 ms at 1 MiB, 1 s at 1 GiB) is one straight line with
+// the same slope between every pair of points, rising to the right; the y
+// axis has a tick per power of ten from 10^0 to 10^6 us.
+TEST(HtmlReport, TimeChartIsLogLog) {
+  Report r;
+  r.mode = ReportMode::simulate;
+  r.ranks = 8;
+  r.results = {row(Collective::all_reduce, "ring", 1024, 1, 1),
+               row(Collective::all_reduce, "ring", 1 << 20, 1000, 1),
+               row(Collective::all_reduce, "ring", 1 << 30, 1e6, 1)};
+  const std::string html = render_html_report({{"s.json", r}});
+  const std::size_t second = html.find("<svg", html.find("<svg") + 1);
+  ASSERT_NE(second, std::string::npos);
+  const std::string svg = html.substr(second, html.find("</svg>", second) - second);
+  EXPECT_NE(svg.find("time (us, log10 scale)"), std::string::npos);
+  for (const char* tick : {">1</text>", ">10</text>", ">1e+06</text>"})
+    EXPECT_NE(svg.find(tick), std::string::npos) << tick;
+  const std::size_t d = svg.find("<path d=\"");
+  ASSERT_NE(d, std::string::npos);
+  const auto pts = path_points(svg.substr(d + 9, svg.find('"', d + 9) - d - 9));
+  ASSERT_EQ(pts.size(), 3u);
+  const double s1 = (pts[1].second - pts[0].second) / (pts[1].first - pts[0].first);
+  const double s2 = (pts[2].second - pts[1].second) / (pts[2].first - pts[1].first);
+  EXPECT_NEAR(s1, s2, 1e-3 * std::abs(s1));
+  EXPECT_LT(pts[1].second, pts[0].second);  // more time is higher up
+  // Both x steps are 10 powers of two; both y steps 3 decades: equal.
+  EXPECT_NEAR(pts[1].first - pts[0].first, pts[2].first - pts[1].first, 0.02);
+  EXPECT_NEAR(pts[0].second - pts[1].second, pts[1].second - pts[2].second, 0.02);
+}
+
+// Coinciding series stay visible: the series drawn first is wider with
+// larger points than the one drawn over it.
+TEST(HtmlReport, CoincidingSeriesShowAroundEachOther) {
+  Report r;
+  r.mode = ReportMode::simulate;
+  r.ranks = 8;
+  r.results = {row(Collective::all_reduce, "rabenseifner", 1024, 10, 1),
+               row(Collective::all_reduce, "rabenseifner:blocks", 1024, 10, 1),
+               row(Collective::all_reduce, "rabenseifner", 2048, 10, 2),
+               row(Collective::all_reduce, "rabenseifner:blocks", 2048, 10, 2)};
+  const std::string html = render_html_report({{"s.json", r}});
+  const std::size_t first = html.find("stroke-width=\"5.00\"><title>rabenseifner (simulated)");
+  const std::size_t second =
+      html.find("stroke-width=\"2.00\"><title>rabenseifner:blocks (simulated)");
+  EXPECT_NE(first, std::string::npos);
+  EXPECT_NE(second, std::string::npos);
+  EXPECT_LT(first, second);
+  EXPECT_NE(html.find("r=\"6.00\""), std::string::npos);
+  EXPECT_NE(html.find("r=\"3.50\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace collkit
+
+namespace collkit {
+namespace {
+
+// Several charts: a summary first, a row per chart linking to it, with the
+// best of each mode at the smallest and largest size and the crossovers
+// (from inputs(): simulated tree 3.0 > ring 1.5 at 1 KiB, ring 80 > tree 40
+// at 1 MiB, so one simulated crossover; measured ring alone).
+TEST(HtmlReport, ManyChartsGetASummaryFirst) {
+  const std::string html = render_html_report(inputs());
+  const std::size_t summary = html.find("<h2>Summary</h2>");
+  ASSERT_NE(summary, std::string::npos);
+  EXPECT_LT(summary, html.find("<svg"));
+  for (const char* link : {"href=\"#chart-0\"", "href=\"#chart-1\"", "href=\"#chart-2\""})
+    EXPECT_NE(html.find(link), std::string::npos) << link;
+  EXPECT_NE(html.find("<section id=\"chart-2\">"), std::string::npos);
+  EXPECT_NE(html.find("<td>tree (simulated, 3.00 GB/s); ring (measured, 1.30 GB/s)</td>"
+                      "<td>ring (simulated, 80.00 GB/s); ring (measured, 64.00 GB/s)</td>"
+                      "<td>1 simulated; 0 measured</td>"),
+            std::string::npos)
+      << html;
+  // One chart with few series: no summary.
+  Report one = simulated();
+  one.results.resize(4);  // all_reduce only
+  EXPECT_EQ(render_html_report({{"s.json", one}}).find("<h2>Summary</h2>"), std::string::npos);
+}
+
+// The legend toggles series without scripts: a checkbox per series before
+// the charts, its label in the legend, and a rule that hides that series'
+// lines and points in both charts while it is unchecked.
+TEST(HtmlReport, LegendTogglesEverySeries) {
+  const std::string html = render_html_report(inputs());
+  EXPECT_EQ(count(html, "<input type=\"checkbox\" class=\"toggle\""), 5u);  // 3 + 1 + 1 series
+  EXPECT_NE(html.find("#t0-1:not(:checked)~.charts .s1{display:none}"), std::string::npos);
+  EXPECT_NE(html.find("<label for=\"t0-1\">"), std::string::npos);
+  EXPECT_EQ(count(html, "<g class=\"series s1 simulated\">"), 2u);  // busbw and time
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  // The rules sit in the head's style sheet.
+  EXPECT_LT(html.find("#t0-0:not(:checked)"), html.find("</head>"));
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/registry.h"
 #include "core/error.h"
+#include "topologies/topology.h"
 
 namespace collkit {
 namespace {
@@ -64,6 +66,53 @@ TEST(NetModelNames, RoundTrip) {
   EXPECT_EQ(parse_net_model("alpha-beta"), NetModel::alpha_beta);
   EXPECT_EQ(to_string(NetModel::alpha_beta), "alpha-beta");
   EXPECT_THROW(parse_net_model("alpha_beta"), UsageError);
+}
+
+}  // namespace
+}  // namespace collkit
+
+namespace collkit {
+namespace {
+
+// hierarchical all_reduce's default group follows the topology's nodes
+// (issue 16): on a100-cluster-2x8 (2 nodes of 8) the default is one group
+// per node, timed exactly as --group 8, where it had been sqrt(16) = 4 (a
+// group spanning half a node, and a ring across 4 groups over the network).
+TEST(SimulateSweep, HierarchicalDefaultGroupIsANode) {
+  const auto topo =
+      load_topology(std::string(COLLKIT_SOURCE_DIR) + "/topologies/a100-cluster-2x8.json");
+  ASSERT_EQ(topo->ranks_per_node(16), 8);
+  const auto time_with = [&](int group) {
+    SweepSpec s = spec_of(Collective::all_reduce, {"hierarchical"}, {1 << 26}, 16);
+    s.group_size = group;
+    return simulate_sweep(s, *topo, SimOptions{}).at(0).seconds;
+  };
+  const double by_default = time_with(0);
+  EXPECT_DOUBLE_EQ(by_default, time_with(8));
+  EXPECT_LT(by_default, 0.8 * time_with(4));
+
+  // The closed form agrees: node_size 8 is group 8; without nodes the
+  // largest divisor <= sqrt(p), and a node_size that does not split p into
+  // several groups is ignored.
+  ScheduleSpec spec;
+  spec.collective = Collective::all_reduce;
+  spec.algorithm = "hierarchical";
+  spec.ranks = 16;
+  spec.count = 1 << 20;
+  CostParams c;
+  c.alpha = 1e-6;
+  c.beta = 1e-11;
+  const auto cost = [&](int group, int node) {
+    ScheduleSpec s = spec;
+    s.group_size = group;
+    s.node_size = node;
+    return closed_form_cost(s, c).time;
+  };
+  EXPECT_DOUBLE_EQ(cost(0, 8), cost(8, 0));
+  EXPECT_DOUBLE_EQ(cost(0, 0), cost(4, 0));
+  EXPECT_DOUBLE_EQ(cost(0, 16), cost(4, 0));
+  EXPECT_DOUBLE_EQ(cost(0, 3), cost(4, 0));
+  EXPECT_DOUBLE_EQ(cost(2, 8), cost(2, 0));  // --group wins
 }
 
 }  // namespace
