@@ -7,6 +7,7 @@
 
 #include "calibration/calibrate.h"
 #include "cli/commands.h"
+#include "cli/outputs.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/sizes.h"
@@ -58,7 +59,9 @@ void run_calibrate(const CalibrateArgs& a) {
   if (a.topology.rfind("astra:", 0) == 0)
     throw UsageError("--topology " + a.topology +
                      ": the fitted file is written in the base's JSON form; give a JSON topology");
-  check_writable(a.output);
+  std::vector<PathArg> input_paths = {{"--topology", a.topology}};
+  for (const std::string& path : a.measured) input_paths.push_back({"measured", path});
+  prepare_outputs({{"-o", a.output}}, input_paths);
 
   const std::string base_text = read_bytes(a.topology, "topology file");
   const std::unique_ptr<Topology> base = parse_topology(base_text, a.topology, a.ranks);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/outputs.h"
 #include "core/atomic_file.h"
 #include "core/sizes.h"
 #include "reports/compare.h"
@@ -37,7 +38,9 @@ void add_compare_command(CLI::App& app) {
     const std::int64_t min_bytes =
         a->min_bytes == "0" ? 0 : parse_size("--min-bytes", a->min_bytes);
     const ReadOptions read = read_options(a->collective, a->ranks);
-    if (!a->json.empty()) check_writable(a->json);
+    std::vector<PathArg> inputs = {{"predicted", a->predicted}};
+    for (const std::string& path : a->measured) inputs.push_back({"measured", path});
+    prepare_outputs({{"--json", a->json}}, inputs);
     const Report predicted = combine_runs(read_runs(a->predicted, read));
     std::vector<Report> repeats;
     bool nccl_tests = false;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/outputs.h"
 #include "core/atomic_file.h"
 #include "core/dtypes.h"
 #include "core/error.h"
@@ -68,7 +69,8 @@ void run_plan(const PlanArgs& a) {
     throw UsageError("--device-tflops '" + a.device_tflops + "': expected a positive number");
   }
   opts.topology_file = a.topology;
-  if (!a.json_path.empty()) check_writable(a.json_path);
+  prepare_outputs({{"--json", a.json_path}},
+                  {{"--model", a.model}, {"--topology", topology_file(a.topology)}});
 
   const Model model = load_model(a.model);
   const std::unique_ptr<Topology> topology = load_topology(a.topology, static_cast<int>(ranks));

@@ -10,6 +10,7 @@
 
 #include "algorithms/registry.h"
 #include "cli/commands.h"
+#include "cli/outputs.h"
 #include "core/atomic_file.h"
 #include "core/dtypes.h"
 #include "core/error.h"
@@ -157,21 +158,22 @@ void run_simulate(const SimulateArgs& a) {
   SimOptions options;
   options.model = parse_net_model(a.model);
   options.launch_devices = parse_launch_mode(a.launch);
-  if (!a.json_path.empty()) check_writable(a.json_path);
-  if (!a.csv_path.empty()) check_writable(a.csv_path);
-  if (!a.json_path.empty() && a.json_path == a.csv_path)
-    throw UsageError("--json and --csv name the same file '" + a.json_path + "'");
-  // -J: one nccl-tests JSON file per algorithm.
-  std::vector<std::string> nccl_paths;
+  // Outputs: writable, distinct, none of them an input; -J is one
+  // nccl-tests JSON file per algorithm.
+  std::vector<PathArg> outputs = {{"--json", a.json_path}, {"--csv", a.csv_path}};
+  if (a.nccl_tests_json == kStdoutPath && sweep.algorithms.size() > 1)
+    throw UsageError("-J -: " + std::to_string(sweep.algorithms.size()) +
+                     " algorithms write one file each; standard output takes one (name one "
+                     "--algorithm, or give -J a file name)");
   for (const std::string& algorithm : sweep.algorithms)
     if (!a.nccl_tests_json.empty())
-      nccl_paths.push_back(
-          nccl_tests_json_path(a.nccl_tests_json, algorithm, sweep.algorithms.size() > 1));
-  for (const std::string& path : nccl_paths) {
-    check_writable(path);
-    if (path == a.json_path || path == a.csv_path)
-      throw UsageError("-J and --json/--csv name the same file '" + path + "'");
-  }
+      outputs.push_back(
+          {"-J", nccl_tests_json_path(a.nccl_tests_json, algorithm, sweep.algorithms.size() > 1)});
+  std::vector<PathArg> inputs = {{"--topology", topology_file(a.topology)},
+                                 {"--segments-as", a.segments_as}};
+  for (const std::string& name : sweep.algorithms)
+    if (name.rfind("msccl:", 0) == 0) inputs.push_back({"--algorithm", name.substr(6)});
+  prepare_outputs(outputs, inputs);
 
   // --segments-as: the segment choice of a measured run, read before the
   // topology so that a bad file fails first and alone.

@@ -112,7 +112,7 @@ TEST_F(SimulateCli, OutputDirectoryMustExist) {
   const std::string bad = (dir_ / "missing" / "r.json").string();
   const RunResult r = run("--collective all_reduce --algorithm ring --json '" + bad + "'");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "collkit: error: " + bad + ": cannot write: directory '" +
+  EXPECT_EQ(r.err, "collkit: error: --json " + bad + ": cannot write: directory '" +
                        (dir_ / "missing").string() + "' does not exist\n");
 }
 
@@ -120,7 +120,8 @@ TEST_F(SimulateCli, SameFileForJsonAndCsv) {
   const RunResult r = run("--collective all_reduce --algorithm ring --json '" + json_path() +
                           "' --csv '" + json_path() + "'");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--json and --csv name the same file"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err, "collkit: error: --csv " + json_path() + " and --json " + json_path() +
+                       " name the same file: give each output its own path\n");
   EXPECT_EQ(leftovers(), std::vector<std::string>{});
 }
 
