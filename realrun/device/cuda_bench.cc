@@ -290,8 +290,8 @@ class CudaBackend final : public BenchBackend {
       const DeviceInfo d = info(rank_device_[r]);
       char line[512];
       std::snprintf(line, sizeof line, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [%s] %s", r,
-                    static_cast<int>(getpid()), host, d.index, d.pci_bus_id.c_str(),
-                    d.name.c_str());
+                    static_cast<int>(getpid()), host, d.index,
+                    nccl_tests_bus_id(d.pci_bus_id).c_str(), d.name.c_str());
       lines.push_back(line);
     }
     return lines;
