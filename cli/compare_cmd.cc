@@ -71,6 +71,11 @@ void add_compare_command(CLI::App& app) {
     options.bands = !a->match.empty() || nccl_tests;
     const CompareResult result =
         compare_reports(predicted, measured, options, a->predicted, measured_name);
+    if (!result.failed_check.empty())
+      std::fprintf(stderr,
+                   "collkit: warning: %s: %zu row(s) left out of the comparison: their check "
+                   "failed (#wrong > 0; listed below the table)\n",
+                   measured_name.c_str(), result.failed_check.size());
     if (!a->json.empty())
       write_file_atomic(
           a->json,
