@@ -509,8 +509,9 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
   // The base's prediction, for "error before and after".
   {
     const std::vector<double> base_r = raw_residuals(theta_start);
-    std::vector<double> abs_base;
-    for (double x : base_r) abs_base.push_back(std::abs(x));
+    std::vector<double> abs_base(base_r.size());
+    std::transform(base_r.begin(), base_r.end(), abs_base.begin(),
+                   [](double x) { return std::abs(x); });
     result.base_median_abs_error = quantile(abs_base, 0.5);
     result.base_p90_abs_error = quantile(abs_base, 0.9);
     result.base_loss = cost;

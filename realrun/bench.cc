@@ -539,7 +539,7 @@ class NcclBackend final : public MpiBackendBase {
 // MPI_Abort banner. What needs the rank count is checked here when the
 // launcher's environment gives it, else again after MPI_Init.
 BenchConfig check_before_mpi(const BenchArgs& args, const LaunchEnv& env) {
-  const BenchConfig cfg = parse_config(args, env.size);
+  BenchConfig cfg = parse_config(args, env.size);
   FaultInjector::from_environment();
   if (cfg.backend == Backend::cuda)
     throw UsageError("--backend cuda is one process driving every rank: run it without mpirun");
@@ -555,8 +555,19 @@ BenchConfig check_before_mpi(const BenchArgs& args, const LaunchEnv& env) {
         "configure with COLLKIT_WITH_CUDA=ON, COLLKIT_WITH_MPI=ON and NCCL installed)");
 #endif
   if (env.rank == 0 && !cfg.json_path.empty()) check_writable(cfg.json_path);
-  if (env.size > 0)
-    check_host_memory(cfg, env.size, env.local_size > 0 ? env.local_size : env.size);
+  const int local_size = env.local_size > 0 ? env.local_size : env.size;
+  if (env.size > 0 && cfg.backend == Backend::mpi) check_host_memory(cfg, env.size, local_size);
+#ifdef COLLKIT_HAVE_NCCL_BACKEND
+  if (env.size > 0 && cfg.backend == Backend::nccl) {
+    // One GPU per process: local rank modulo the visible devices.
+    const int devices = cuda_device_count();
+    const int device = local_rank() % devices;
+    const int sharing = (local_size - device + devices - 1) / devices;
+    const DeviceInfo info = device_info(device);
+    check_device_memory(cfg, env.size, sharing, static_cast<std::int64_t>(info.memory_bytes),
+                        "device " + std::to_string(device) + " (" + info.name + ")");
+  }
+#endif
   return cfg;
 }
 
@@ -611,7 +622,7 @@ void run_mpi_bench(const BenchArgs& args, const BenchSinkFactory& make_sink) {
       int here = 1;
       MPI_Comm_size(host, &here);
       MPI_Comm_free(&host);
-      check_host_memory(cfg, ranks, here);
+      if (cfg.backend == Backend::mpi) check_host_memory(cfg, ranks, here);
     }
   } catch (const Error& e) {
     usage_abort(rank, e.what());

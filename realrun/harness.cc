@@ -293,6 +293,22 @@ void check_host_memory(const BenchConfig& cfg, int ranks, int ranks_on_host) {
       gib(host) + " of memory available. Largest: " + need.detail);
 }
 
+void check_device_memory(const BenchConfig& cfg, int ranks, int ranks_on_device,
+                         std::int64_t device_bytes, const std::string& device_name) {
+  if (cfg.sizes.empty() || cfg.algorithms.empty() || ranks <= 0 || device_bytes <= 0) return;
+  const MemoryNeed need = memory_needed(cfg, ranks);
+  const int here = std::max(ranks_on_device, 1);
+  const double on_device = static_cast<double>(need.per_rank) * here;
+  if (on_device <= static_cast<double>(device_bytes)) return;
+  const std::string flag = cfg.min_bytes == cfg.max_bytes ? "-b/-e " : "-e ";
+  throw UsageError(flag + std::to_string(cfg.max_bytes) + ": needs " + gib(need.per_rank) +
+                   " of device memory per rank and " +
+                   gib(static_cast<std::int64_t>(static_cast<double>(need.per_rank) * ranks)) +
+                   " in all (" + std::to_string(ranks) + " ranks, " + std::to_string(here) +
+                   " on " + device_name + ": " + gib(static_cast<std::int64_t>(on_device)) + "); " +
+                   device_name + " has " + gib(device_bytes) + ". Largest: " + need.detail);
+}
+
 std::uint64_t args_hash(const BenchArgs& a) {
   std::uint64_t h = 1469598103934665603ull;
   const auto add = [&](const std::string& s) {

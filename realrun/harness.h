@@ -94,6 +94,12 @@ std::int64_t host_memory_bytes();
 // in this host's memory; before anything is allocated.
 void check_host_memory(const BenchConfig& cfg, int ranks, int ranks_on_host);
 
+// The same for one GPU (backends nccl and cuda): `ranks_on_device` ranks'
+// buffers against the device's `device_bytes` of memory (its total: NCCL and
+// the CUDA context need some too, so passing is necessary, not sufficient).
+void check_device_memory(const BenchConfig& cfg, int ranks, int ranks_on_device,
+                         std::int64_t device_bytes, const std::string& device_name);
+
 // FNV-1a over every flag's text (ranks started with different flags).
 std::uint64_t args_hash(const BenchArgs& a);
 
