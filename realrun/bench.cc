@@ -358,6 +358,7 @@ class NcclMeasurement final : public Measurement {
     }
     CUDA_CHECK(cudaStreamSynchronize(stream_));
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    const auto cpu_start = std::chrono::steady_clock::now();
     CUDA_CHECK(cudaEventRecord(start_->get(), stream_));
     for (int i = 0; i < iters; ++i) {
       ctx.before_run();
@@ -367,6 +368,12 @@ class NcclMeasurement final : public Measurement {
     }
     CUDA_CHECK(cudaEventRecord(stop_->get(), stream_));
     CUDA_CHECK(cudaEventSynchronize(stop_->get()));
+    if (cfg_.cputime) {
+      // -C 1: the host's time from the first launch to the last completion.
+      const std::chrono::duration<double, std::micro> us =
+          std::chrono::steady_clock::now() - cpu_start;
+      return us.count() / iters;
+    }
     float ms = 0;
     CUDA_CHECK(cudaEventElapsedTime(&ms, start_->get(), stop_->get()));
     return static_cast<double>(ms) * 1e3 / iters;

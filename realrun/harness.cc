@@ -91,7 +91,8 @@ BenchConfig parse_config(const BenchArgs& a, int ranks) {
     throw UsageError("-N " + a.cycles +
                      ": repeated cycles are not implemented by collkit bench (run the command "
                      "again; each run's --json is one cycle)");
-  if (parse_int("-C", a.cputime, 0, 1) != 0 && cfg.backend != Backend::mpi)
+  cfg.cputime = parse_int("-C", a.cputime, 0, 1) == 1;
+  if (cfg.cputime && cfg.backend == Backend::cuda)
     throw UsageError("-C 1: CPU timing is not implemented by " + backend +
                      " (its times are GPU event times)");
   if (parse_int("-R", a.local_register, 0, 2) != 0)

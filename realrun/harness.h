@@ -53,6 +53,9 @@ struct BenchConfig {
   // -z: the host waits for each collective to complete before the next one
   // (nccl: a stream synchronisation after every run; mpi: always so).
   bool blocking = false;
+  // -C: report the host's wall-clock time of the timed loop (until the last
+  // run completed) instead of GPU event time (nccl); mpi's times are so.
+  bool cputime = false;
 };
 
 // The backend named by --backend (UsageError listing the valid ones).

@@ -42,5 +42,41 @@ TEST(DeviceMemory, NamesPerRankInAllAndTheDevice) {
                UsageError);
 }
 
+// nccl-tests' -z and -C: honoured by the backends that have a meaning for
+// them, refused by the one that does not implement them.
+TEST(NcclTestsFlags, ZAndCPerBackend) {
+  BenchArgs args;
+  args.collective = "all_reduce";
+  args.algorithms = "ring";
+  args.blocking = "1";
+  args.cputime = "1";
+  args.backend = "nccl";
+  const BenchConfig nccl = parse_config(args, 2);
+  EXPECT_TRUE(nccl.blocking);
+  EXPECT_TRUE(nccl.cputime);
+  args.backend = "mpi";
+  EXPECT_TRUE(parse_config(args, 2).blocking);
+  args.backend = "cuda";
+  try {
+    parse_config(args, 2);
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "-z 1: blocking collectives are not implemented by --backend cuda");
+  }
+  args.blocking = "0";
+  try {
+    parse_config(args, 2);
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "-C 1: CPU timing is not implemented by --backend cuda (its times are GPU event "
+              "times)");
+  }
+  args.backend = "mpi";
+  args.cputime = "2";
+  EXPECT_THROW(parse_config(args, 2), UsageError);
+}
+
 }  // namespace
 }  // namespace collkit::realrun
