@@ -624,7 +624,7 @@ void read_extras(const Reader& rd, const json& top, Topology& t) {
   if (const json* pr = rd.find(top, "protocols")) {
     rd.object(*pr, "protocols");
     std::vector<std::string> protocol_keys = kProtocolNames;
-    protocol_keys.push_back("default");
+    protocol_keys.emplace_back("default");
     rd.keys(*pr, "protocols", protocol_keys);
     if (rd.find(*pr, "default")) {
       t.default_protocol = parse_protocol(rd.choice(*pr, "protocols", "default", kProtocolNames));
