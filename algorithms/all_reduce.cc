@@ -446,6 +446,7 @@ void add_all_reduce(std::vector<AlgorithmDef>& defs) {
                   hierarchical_program,
                   no_scratch,
                   hierarchical_cost});
+  defs.back().uses_group = true;
 }
 
 }  // namespace collkit

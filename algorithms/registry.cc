@@ -104,7 +104,7 @@ const AlgorithmDef& resolve(ScheduleSpec& spec) {
   return def;
 }
 
-void validate(const ScheduleSpec& spec) {
+void validate(const ScheduleSpec& spec, bool uses_group) {
   if (spec.ranks < 1)
     throw UsageError("ranks must be >= 1 (got " + std::to_string(spec.ranks) + ")");
   if (spec.root < 0 || spec.root >= spec.ranks)
@@ -120,7 +120,10 @@ void validate(const ScheduleSpec& spec) {
     throw UsageError("element size must be >= 1 byte (got " + std::to_string(spec.elem_size) + ")");
   if (spec.segment < 0)
     throw UsageError("segment must be >= 0 elements (got " + std::to_string(spec.segment) + ")");
-  if (spec.group_size < 0 || spec.group_size > spec.ranks)
+  if (spec.group_size < 0)
+    throw UsageError("group size " + std::to_string(spec.group_size) + " must be >= 0");
+  if (!uses_group) return;
+  if (spec.group_size > spec.ranks)
     throw UsageError("group size " + std::to_string(spec.group_size) + " is out of range for " +
                      std::to_string(spec.ranks) + " ranks (0 = automatic)");
   if (spec.group_size > 0 && spec.ranks % spec.group_size != 0)
@@ -176,11 +179,11 @@ std::vector<std::shared_ptr<const ScheduleSource>> schedule_sources() {
 
 std::unique_ptr<Schedule> make_schedule(ScheduleSpec spec) {
   if (const auto source = find_schedule_source(spec.algorithm)) {
-    validate(spec);
+    validate(spec, false);
     return source->make(spec);
   }
   const AlgorithmDef& def = resolve(spec);
-  validate(spec);
+  validate(spec, def.uses_group);
   if (def.prepare) def.prepare(spec);
   return std::make_unique<RegisteredSchedule>(std::move(spec), def);
 }
@@ -190,7 +193,7 @@ CostEstimate closed_form_cost(const ScheduleSpec& spec_in, const CostParams& par
     throw UsageError("'" + spec_in.algorithm + "' has no closed-form cost (a schedule source)");
   ScheduleSpec spec = spec_in;
   const AlgorithmDef& def = resolve(spec);
-  validate(spec);
+  validate(spec, def.uses_group);
   if (def.prepare) def.prepare(spec);
   return def.cost(spec, params);
 }

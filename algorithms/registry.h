@@ -47,6 +47,10 @@ struct AlgorithmDef {
   // size on a topology (the nccl family's "auto", resolved by the simulator).
   // expand_algorithms leaves it out of "all" where there is no topology.
   bool default_needs_topology = false;
+  // Reads ScheduleSpec::group_size (hierarchical). Only then is a group size
+  // checked (1..p, dividing p): elsewhere --group is ignored, so one given
+  // for the hierarchical algorithm does not fail the others of a sweep.
+  bool uses_group = false;
 };
 
 const std::vector<AlgorithmDef>& algorithm_registry();

@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -185,6 +186,22 @@ bool solve_spd(std::vector<std::vector<double>> a, std::vector<double>& b) {
   return true;
 }
 
+// "[0, 100000 us]" in the units format_calibration prints.
+double display_scale(ParamKind kind) {
+  return kind == ParamKind::latency || kind == ParamKind::overhead         ? 1e6
+         : kind == ParamKind::dram_factor || kind == ParamKind::host_cores ? 1.0
+                                                                           : 1e-9;
+}
+
+std::string range_text(const FittedParam& fp) {
+  const double s = display_scale(fp.kind);
+  const char* unit = fp.kind == ParamKind::latency || fp.kind == ParamKind::overhead ? " us"
+                     : fp.kind == ParamKind::dram_factor || fp.kind == ParamKind::host_cores
+                         ? ""
+                         : " GB/s";
+  return fmt("%g", fp.lower * s) + ".." + fmt("%g", fp.upper * s) + unit;
+}
+
 double quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -253,6 +270,16 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
                         "schedule stands for these rows (e.g. --match ring)");
       if (row.bytes < options.min_bytes) {
         ++result.skipped_small;
+        continue;
+      }
+      if (row.wrong > 0) {
+        // A row whose check failed measured something else: never fitted.
+        const std::string key =
+            named ? in.row_names[i] : in.file + ": results[" + std::to_string(i) + "]";
+        result.failed_check.push_back(key + " (" + std::string(to_string(row.collective)) + " " +
+                                      row.algorithm + " " + std::to_string(row.bytes) + " bytes" +
+                                      (row.in_place ? " in place" : "") + ", " +
+                                      std::to_string(row.wrong) + " wrong)");
         continue;
       }
       if (!(row.time_us > 0) || !std::isfinite(row.time_us))
@@ -387,15 +414,25 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
                      std::to_string(n + 1 - distinct.size()) + " more (other sizes or algorithms)");
 
   // Parameters live in log space: they stay positive and a step is a
-  // relative change, which suits values from picoseconds to TB/s.
-  std::vector<double> theta(n);
+  // relative change, which suits values from picoseconds to TB/s. Each stays
+  // inside its physical range (param_range): steps are clipped to it.
+  std::vector<double> theta(n), theta_lo(n), theta_hi(n);
+  const int cores = options.host_cores_limit > 0
+                        ? options.host_cores_limit
+                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   for (std::size_t k = 0; k < n; ++k) {
+    const auto [lower, upper] = param_range(params[k].kind, cores);
+    params[k].lower = lower;
+    params[k].upper = upper;
+    theta_lo[k] = std::log(std::max(lower, kMinSeconds));
+    theta_hi[k] = std::log(upper);
     double v = params[k].base;
     if (params[k].kind == ParamKind::reduce_bw && !(v > 0)) v = 1e12;  // free -> 1 TB/s to start
     if (params[k].kind == ParamKind::latency || params[k].kind == ParamKind::overhead)
       v = std::max(v, kMinSeconds);
-    theta[k] = std::log(v);
+    theta[k] = std::clamp(std::log(v), theta_lo[k], theta_hi[k]);
   }
+  const std::vector<double> theta_start = theta;
   const auto apply = [&](const std::vector<double>& t) {
     for (std::size_t k = 0; k < n; ++k) {
       param_slot(params[k], trial.classes_, trial.endpoint_) = std::exp(t[k]);
@@ -469,6 +506,16 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
   };
   std::vector<double> r = residuals(theta);
   double cost = cost_of(r);
+  // The base's prediction, for "error before and after".
+  {
+    const std::vector<double> base_r = raw_residuals(theta_start);
+    std::vector<double> abs_base(base_r.size());
+    std::transform(base_r.begin(), base_r.end(), abs_base.begin(),
+                   [](double x) { return std::abs(x); });
+    result.base_median_abs_error = quantile(abs_base, 0.5);
+    result.base_p90_abs_error = quantile(abs_base, 0.9);
+    result.base_loss = cost;
+  }
   double lambda = 1e-3;
   for (int it = 0; it < options.max_iterations && cost > 1e-26; ++it) {
     result.iterations = it + 1;
@@ -499,7 +546,8 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
         continue;
       }
       std::vector<double> next = theta;
-      for (std::size_t k = 0; k < n; ++k) next[k] += std::clamp(delta[k], -5.0, 5.0);
+      for (std::size_t k = 0; k < n; ++k)
+        next[k] = std::clamp(next[k] + std::clamp(delta[k], -5.0, 5.0), theta_lo[k], theta_hi[k]);
       const std::vector<double> r_next = residuals(next);
       const double c_next = cost_of(r_next);
       if (c_next < cost) {
@@ -559,6 +607,15 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
   for (std::size_t k = 0; k < n; ++k) {
     params[k].constrained = ever_mattered[k];
     params[k].fitted = ever_mattered[k] ? std::exp(theta[k]) : params[k].base;
+    // On a bound: the data pushed it out of its physical range. A latency or
+    // overhead of 0 is physical (below anything measurable), not suspect.
+    const bool zero_ok =
+        params[k].kind == ParamKind::latency || params[k].kind == ParamKind::overhead;
+    const double tol = 1e-6;
+    // host_cores at the host's core count is the host itself, not suspect.
+    const bool top_ok = params[k].kind == ParamKind::host_cores;
+    params[k].at_bound = ever_mattered[k] && ((!top_ok && theta[k] >= theta_hi[k] - tol) ||
+                                              (!zero_ok && theta[k] <= theta_lo[k] + tol));
   }
   result.classes = trial.classes_;
   result.endpoint = trial.endpoint_;
@@ -595,6 +652,17 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
     result.points.push_back(f);
   }
   result.loss = cost_of(residuals(theta));
+  for (const FittedParam& fp : params) {
+    if (!fp.at_bound) continue;
+    const bool upper = std::abs(std::log(fp.fitted) - std::log(fp.upper)) < 1e-5;
+    result.problems.push_back(fp.name + " ended on the " + (upper ? "upper" : "lower") +
+                              " bound of its physical range (" + range_text(fp) +
+                              "): the measurements ask for a value no such network has");
+  }
+  if (result.loss > result.base_loss * (1 + 1e-9))
+    result.problems.push_back("the fit predicts worse than the base (loss " +
+                              fmt("%.4g", result.loss) + " > " + fmt("%.4g", result.base_loss) +
+                              ")");
   result.median_abs_error = quantile(abs_err, 0.5);
   result.p90_abs_error = quantile(abs_err, 0.9);
   result.max_abs_error = abs_err.empty() ? 0 : *std::max_element(abs_err.begin(), abs_err.end());
@@ -630,6 +698,23 @@ class CacheSized : public Topology {
 };
 
 }  // namespace
+
+std::pair<double, double> param_range(ParamKind kind, int host_cores_limit) {
+  switch (kind) {
+    case ParamKind::latency:
+    case ParamKind::overhead:
+      return {0.0, 0.1};  // a tenth of a second per message is no network
+    case ParamKind::bandwidth:
+    case ParamKind::reduce_bw:
+    case ParamKind::copy_bw:
+      return {1e6, 1e13};  // 1 MB/s .. 10 TB/s
+    case ParamKind::dram_factor:
+      return {1.0, 1000.0};  // DRAM is never faster than the cache
+    case ParamKind::host_cores:
+      return {1.0, static_cast<double>(std::max(1, host_cores_limit))};
+  }
+  return {0.0, 0.0};
+}
 
 CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const Topology& base,
                             const CalibrateOptions& options) {
@@ -839,6 +924,20 @@ std::string format_calibration(const CalibrationResult& result) {
                 100 * result.median_abs_error, 100 * result.p90_abs_error,
                 100 * result.max_abs_error);
   out += line;
+  std::snprintf(line, sizeof line,
+                "# error before (base): median %.3g%%, p90 %.3g%%; after (fitted): median %.3g%%, "
+                "p90 %.3g%%\n",
+                100 * result.base_median_abs_error, 100 * result.base_p90_abs_error,
+                100 * result.median_abs_error, 100 * result.p90_abs_error);
+  out += line;
+  for (const std::string& p : result.problems) out += "# problem: " + p + "\n";
+  if (!result.failed_check.empty()) {
+    out += "# warning: left out " + std::to_string(result.failed_check.size()) +
+           " row(s) whose check failed (#wrong > 0):";
+    for (std::size_t i = 0; i < result.failed_check.size(); ++i)
+      out += (i ? "; " : " ") + result.failed_check[i];
+    out += "\n";
+  }
   if (!result.cache_candidates.empty()) {
     std::snprintf(line, sizeof line, "# cache_mb %g chosen (lowest loss) of:",
                   result.endpoint.cache_bytes / 1048576.0);

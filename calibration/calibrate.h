@@ -49,6 +49,9 @@ struct CalibrateOptions {
   // How the measured calls were launched (SimOptions::launch_devices):
   // nccl-tests -g G drives G devices from one thread.
   int launch_devices = 1;
+  // The upper bound of host_cores (the cores of the measured host); 0 =
+  // this machine's (std::thread::hardware_concurrency).
+  int host_cores_limit = 0;
 };
 
 enum class ParamKind : std::uint8_t {
@@ -70,7 +73,17 @@ struct FittedParam {
   double fitted = 0;
   // False when no measured point depends on it: it keeps the base value.
   bool constrained = true;
+  // Its physical range (param_range): the fit searches inside it only, and
+  // one that ends on a bound it was not started on is suspect (at_bound).
+  double lower = 0, upper = 0;
+  bool at_bound = false;
 };
+
+// The physical range of each fitted quantity, SI units (docs/REPORTS.md,
+// "Calibration"): latency and overhead [0, 0.1 s]; link, reduction and copy
+// bandwidth [1 MB/s, 10 TB/s]; dram_factor [1, 1000] (DRAM is never faster
+// than the cache); host_cores [1, host_cores_limit].
+std::pair<double, double> param_range(ParamKind kind, int host_cores_limit);
 
 struct PointFit {
   std::string file;
@@ -100,6 +113,17 @@ struct CalibrationResult {
   double median_abs_error = 0;
   double p90_abs_error = 0;
   double max_abs_error = 0;
+  // The same of the base topology's prediction, before the fit.
+  double base_median_abs_error = 0;
+  double base_p90_abs_error = 0;
+  double base_loss = 0;
+  // Measured rows left out because their check failed (#wrong > 0), each
+  // named ("FILE: results[3] (all_reduce ring 1048576 bytes, 12 wrong)").
+  std::vector<std::string> failed_check;
+  // Why the fit is not to be trusted: a parameter on a bound of its range,
+  // or a fit that predicts worse than the base. Empty when fine; the command
+  // then refuses to write the fit unless --accept.
+  std::vector<std::string> problems;
   // The loss the fit minimised (sum of squares, or of Huber's loss).
   double loss = 0;
   // The cache model (base with cache_mb): the cache sizes tried, each with

@@ -6,7 +6,9 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/outputs.h"
 #include "realrun/bench.h"
+#include "realrun/harness.h"
 #include "reports/bench_report.h"
 
 namespace collkit::cli {
@@ -34,7 +36,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-f,--stepfactor", a->step_factor, "Multiply the size by this (1 = use -i)");
   cmd->add_option("-i,--stepbytes", a->step_bytes, "Add this to the size when -f is 1 (1M)");
   cmd->add_option("-n,--iters", a->iters, "Timed iterations (20)");
-  cmd->add_option("-w,--warmup_iters", a->warmup, "Warm-up iterations (1)");
+  cmd->add_option("-w,--warmup_iters", a->warmup, "Warm-up iterations (5, as nccl-tests)");
   cmd->add_option("-c,--check", a->check, "Correctness check iterations, 0 = none (1)");
   cmd->add_option("-d,--datatype", a->dtype, "Data type or 'all' (float)");
   cmd->add_option("-o,--op", a->op, "Reduction op or 'all' (sum)");
@@ -48,6 +50,19 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-G,--cudagraph", a->graph,
                   "--backend cuda: capture the -n timed runs into a CUDA graph and launch it "
                   "this many times; time = total / (n x launches) (0 = no graph, default)");
+  cmd->add_option("-t,--nthreads", a->threads,
+                  "nccl-tests' threads per process: 1 only (one thread per process)");
+  cmd->add_option("-m,--agg_iters", a->agg_iters,
+                  "nccl-tests' operations aggregated per iteration: 1 only (docs/BENCH.md)");
+  cmd->add_option("-z,--blocking", a->blocking,
+                  "1: wait for each collective before the next (nccl; mpi always does) (0)");
+  cmd->add_option("-p,--parallel_init", a->parallel_init,
+                  "nccl-tests' parallel communicator init: 0 only (one thread per process)");
+  cmd->add_option("-N,--run_cycles", a->cycles, "nccl-tests' run cycles: 1 only (1)");
+  cmd->add_option("-C,--report_cputime", a->cputime,
+                  "1: CPU time (mpi: its times are host wall-clock times either way) (0)");
+  cmd->add_option("-R,--local_register", a->local_register,
+                  "nccl-tests' buffer registration: 0 only (0)");
   cmd->add_option("--json", a->json_path, "Write the report (JSON) here, atomically");
   // -J is nccl-tests' own flag: the nccl-tests JSON schema, one file per
   // algorithm (reports/nccl_tests.h). Kept out of BenchArgs: realrun knows
@@ -63,6 +78,10 @@ void add_bench_command(CLI::App& app) {
   cmd->allow_extras();
   cmd->callback([a, cmd, nccl_tests_json] {
     a->extras = cmd->remaining();
+    // Output paths are checked before MPI starts, by the process that
+    // writes them (rank 0's): one line and exit 2, no MPI_Abort banner.
+    if (realrun::launch_environment().rank == 0)
+      prepare_outputs({{"--json", a->json_path}, {"-J", *nccl_tests_json}}, {});
     realrun::run_bench(*a, [nccl_tests_json](const realrun::BenchArgs& args) {
       return make_bench_report_sink(args, *nccl_tests_json);
     });

@@ -7,6 +7,7 @@
 
 #include "calibration/calibrate.h"
 #include "cli/commands.h"
+#include "cli/outputs.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/sizes.h"
@@ -24,6 +25,7 @@ struct CalibrateArgs {
   std::string topology;
   std::string output;
   std::string model = "flow";
+  std::string renamed_model;  // --model, the old spelling of --net-model
   std::string min_bytes = "0";
   double huber = 0;
   int max_iterations = 100;
@@ -31,6 +33,7 @@ struct CalibrateArgs {
   std::string match;
   std::string collective;
   std::string launch = "proc";
+  bool accept = false;
 };
 
 std::string read_bytes(const std::string& path, const char* what) {
@@ -44,6 +47,7 @@ std::string read_bytes(const std::string& path, const char* what) {
 std::string short_hash(const std::string& sha) { return sha.substr(0, 16); }
 
 void run_calibrate(const CalibrateArgs& a) {
+  if (!a.renamed_model.empty()) throw UsageError(renamed_model_message(a.renamed_model));
   CalibrateOptions options;
   options.model = parse_net_model(a.model);
   options.min_bytes = a.min_bytes == "0" ? 0 : parse_size("--min-bytes", a.min_bytes);
@@ -58,7 +62,9 @@ void run_calibrate(const CalibrateArgs& a) {
   if (a.topology.rfind("astra:", 0) == 0)
     throw UsageError("--topology " + a.topology +
                      ": the fitted file is written in the base's JSON form; give a JSON topology");
-  check_writable(a.output);
+  std::vector<PathArg> input_paths = {{"--topology", a.topology}};
+  for (const std::string& path : a.measured) input_paths.push_back({"measured", path});
+  prepare_outputs({{"-o", a.output}}, input_paths);
 
   const std::string base_text = read_bytes(a.topology, "topology file");
   const std::unique_ptr<Topology> base = parse_topology(base_text, a.topology, a.ranks);
@@ -102,14 +108,23 @@ void run_calibrate(const CalibrateArgs& a) {
   description += "; base " + a.topology + " (sha256 " + base_sha + ")" + summary + ".";
   const std::string text = fitted_topology_text(base_text, a.topology, *base, result, description);
 
+  for (const std::string& row : result.failed_check)
+    std::fprintf(stderr, "collkit: warning: %s: left out of the fit: its check failed (#wrong)\n",
+                 row.c_str());
+  std::string problems;
+  for (const std::string& p : result.problems) problems += (problems.empty() ? "" : "; ") + p;
   // Written before printing, so a reader that closes stdout early (| head)
-  // does not cost the fit.
-  write_file_atomic(a.output, text);
+  // does not cost the fit; a suspect fit only with --accept.
+  if (problems.empty() || a.accept) write_file_atomic(a.output, text);
   std::printf("# collkit calibrate: base %s (sha256 %s...), %zu report(s), model %s\n",
               a.topology.c_str(), short_hash(base_sha).c_str(), inputs.size(),
               std::string(to_string(options.model)).c_str());
   std::fputs(format_calibration(result).c_str(), stdout);
   std::fflush(stdout);
+  if (!problems.empty() && !a.accept)
+    throw Error("calibrate: the fit is suspect: " + problems + "; -o " + a.output +
+                    " not written (--accept writes it anyway)",
+                1);
 }
 
 }  // namespace
@@ -127,7 +142,8 @@ void add_calibrate_command(CLI::App& app) {
       ->required();
   cmd->add_option("-o,--output", a->output, "Write the fitted topology (JSON) to this file")
       ->required();
-  cmd->add_option("--model", a->model, "Network model: flow (default) or alpha-beta");
+  cmd->add_option("--net-model", a->model, "Network model: flow (default) or alpha-beta");
+  cmd->add_option("--model", a->renamed_model)->group("");  // renamed: fails naming --net-model
   cmd->add_option("--min-bytes", a->min_bytes,
                   "Leave rows below this size out of the fit (K/M/G suffixes; default 0)");
   cmd->add_option("--huber", a->huber,
@@ -150,6 +166,9 @@ void add_calibrate_command(CLI::App& app) {
                   "(nccl-tests) or native, e.g. ring (default: the registered algorithm 'nccl', "
                   "when there is one)");
   cmd->add_option("--collective", a->collective, kCollectiveHelp);
+  cmd->add_flag("--accept", a->accept,
+                "Write the fit even when a parameter ends on a bound of its physical range or "
+                "the fit predicts worse than the base (else exit 1, nothing written)");
   cmd->callback([a] { run_calibrate(*a); });
 }
 

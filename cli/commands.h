@@ -35,4 +35,14 @@ inline constexpr char kCollectiveHelp[] =
 inline constexpr char kRanksHelp[] =
     "nccl-tests logs without '# Rank' lines: their rank count (default: nThread x nGpus)";
 
+// simulate and calibrate called the network model --model, as plan calls
+// its model file; it is --net-model everywhere now, and the old spelling is
+// an error that names the new one.
+inline std::string renamed_model_message(const std::string& value) {
+  return "--model " + value +
+         ": the network model is --net-model now (plan --model is the model file); use "
+         "--net-model " +
+         value;
+}
+
 }  // namespace collkit::cli

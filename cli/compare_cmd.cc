@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/outputs.h"
 #include "core/atomic_file.h"
 #include "core/sizes.h"
 #include "reports/compare.h"
@@ -37,7 +38,9 @@ void add_compare_command(CLI::App& app) {
     const std::int64_t min_bytes =
         a->min_bytes == "0" ? 0 : parse_size("--min-bytes", a->min_bytes);
     const ReadOptions read = read_options(a->collective, a->ranks);
-    if (!a->json.empty()) check_writable(a->json);
+    std::vector<PathArg> inputs = {{"predicted", a->predicted}};
+    for (const std::string& path : a->measured) inputs.push_back({"measured", path});
+    prepare_outputs({{"--json", a->json}}, inputs);
     const Report predicted = combine_runs(read_runs(a->predicted, read));
     std::vector<Report> repeats;
     bool nccl_tests = false;
@@ -68,6 +71,11 @@ void add_compare_command(CLI::App& app) {
     options.bands = !a->match.empty() || nccl_tests;
     const CompareResult result =
         compare_reports(predicted, measured, options, a->predicted, measured_name);
+    if (!result.failed_check.empty())
+      std::fprintf(stderr,
+                   "collkit: warning: %s: %zu row(s) left out of the comparison: their check "
+                   "failed (#wrong > 0; listed below the table)\n",
+                   measured_name.c_str(), result.failed_check.size());
     if (!a->json.empty())
       write_file_atomic(
           a->json,

@@ -5,9 +5,11 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/outputs.h"
 #include "core/atomic_file.h"
 #include "core/dtypes.h"
 #include "core/error.h"
+#include "core/sizes.h"
 #include "planner/planner.h"
 #include "planner/planner_model.h"
 #include "sim/engine.h"
@@ -35,22 +37,9 @@ struct PlanArgs {
 };
 
 std::int64_t parse_positive(const std::string& flag, const std::string& text, bool allow_zero) {
-  bool digits = !text.empty() && text.size() <= 15;
-  for (char c : text) digits = digits && c >= '0' && c <= '9';
-  if (!digits)
-    throw UsageError(flag + " '" + text + "': expected a " +
-                     (allow_zero ? "non-negative" : "positive") + " integer");
-  const std::int64_t v = std::stoll(text);
+  const std::int64_t v = parse_integer(flag, text, 0, INT64_MAX);
   if (v == 0 && !allow_zero) throw UsageError(flag + " '" + text + "': must be >= 1");
   return v;
-}
-
-// "bf16" and "fp16" are how training people spell them; nccl-tests' names work too.
-DataType parse_plan_dtype(const std::string& text) {
-  if (text == "bf16") return DataType::bfloat16;
-  if (text == "fp16") return DataType::half;
-  if (text == "fp32") return DataType::float32;
-  return parse_data_type(text);
 }
 
 void run_plan(const PlanArgs& a) {
@@ -59,8 +48,8 @@ void run_plan(const PlanArgs& a) {
   opts.micro_batch = parse_positive("--micro-batch", a.micro_batch, true);
   const std::int64_t ranks = parse_positive("--ranks", a.ranks, true);
   if (ranks > (1 << 24)) throw UsageError("--ranks '" + a.ranks + "': too large");
-  opts.dtype = parse_plan_dtype(a.dtype);
-  opts.device_memory = parse_memory_size("--device-memory", a.device_memory);
+  opts.dtype = parse_training_data_type("--dtype", a.dtype);
+  opts.device_memory = static_cast<double>(parse_memory_bytes("--device-memory", a.device_memory));
   opts.sim.model = parse_net_model(a.net_model);
   try {
     std::size_t used = 0;
@@ -94,7 +83,8 @@ void run_plan(const PlanArgs& a) {
     u.micro_batch = opts.micro_batch;
     opts.user = u;
   }
-  if (!a.json_path.empty()) check_writable(a.json_path);
+  prepare_outputs({{"--json", a.json_path}},
+                  {{"--model", a.model}, {"--topology", topology_file(a.topology)}});
 
   const Model model = load_model(a.model);
   const std::unique_ptr<Topology> topology = load_topology(a.topology, static_cast<int>(ranks));
@@ -126,9 +116,13 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--batch", a->batch, "Global batch (samples per training step)")->required();
   cmd->add_option("--micro-batch", a->micro_batch,
                   "Samples per rank per micro-batch (0 = the planner chooses)");
-  cmd->add_option("--dtype", a->dtype, "Training data type: bf16 (default), fp16, fp32, ...");
+  cmd->add_option(
+      "--dtype", a->dtype,
+      "Training data type: bfloat16 (bf16, default), half (fp16, float16) or float (fp32, "
+      "float32)");
   cmd->add_option("--device-memory", a->device_memory,
-                  "Memory per device: 80GiB (default), 80GB, 141GB, ...");
+                  "Memory per device, with a unit: 80GiB (default; KiB MiB GiB TiB and K M G T are "
+                  "powers of 1024), 80GB (KB MB GB TB: powers of 1000), 141GB, ...");
   cmd->add_option("--device-tflops", a->device_tflops,
                   "Achieved dense TFLOPS per device, prices the pipeline bubble (400)");
   cmd->add_option("--net-model", a->net_model, "Network model: flow (default) or alpha-beta");

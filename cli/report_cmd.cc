@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/outputs.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "reports/html_report.h"
@@ -25,7 +26,7 @@ void add_report_command(CLI::App& app) {
                   "Reports: simulate and bench --json, nccl-tests logs (every run a series) and "
                   "-J files")
       ->required();
-  cmd->add_option("-o,--output", a->output, "Output file")->required();
+  cmd->add_option("-o,--output", a->output, "Output file; - = standard output")->required();
   cmd->add_option("--format", a->format, "html (default), csv or md");
   cmd->add_option("--collective", a->collective, kCollectiveHelp);
   cmd->add_option("--ranks", a->ranks, kRanksHelp)->check(CLI::NonNegativeNumber);
@@ -35,7 +36,9 @@ void add_report_command(CLI::App& app) {
     // Reject a bad output path before reading anything, and read every input
     // before writing, so a bad input leaves no output file.
     const ReadOptions read = read_options(a->collective, a->ranks);
-    check_writable(a->output);
+    std::vector<PathArg> input_paths;
+    for (const std::string& path : a->inputs) input_paths.push_back({"input", path});
+    prepare_outputs({{"-o", a->output}}, input_paths);
     std::vector<NamedReport> inputs;
     for (const std::string& path : a->inputs)
       for (InputRun& run : read_runs(path, read))

@@ -8,7 +8,9 @@
 #include "algorithms/registry.h"
 #include "algorithms/schedule_json.h"
 #include "cli/commands.h"
+#include "core/dtypes.h"
 #include "core/error.h"
+#include "core/sizes.h"
 #include "interop/msccl_export.h"
 #include "interop/msccl_xml.h"
 #include "sim/nccl.h"
@@ -50,22 +52,26 @@ void add_algorithms_command(CLI::App& app) {
 
 void add_schedule_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("schedule", "Dump one schedule as JSON (docs/SCHEDULE.md)");
+  // Numbers stay text: parse_integer reports a bad or out-of-range value with
+  // the flag's name (CLI11 would clamp 99999999999999999999 to 2^63-1).
   struct Args {
     std::string collective, algorithm;
-    int ranks = 0, root = 0, rank = -1;
-    long long count = 0;
-    long long segment = 0;
-    int group = 0;
+    std::string ranks, root = "0", rank = "-1", count, segment = "0", group = "0";
+    std::string dtype = "float";
     std::string format = "json", protocol = "Simple";
-    std::string topology, dtype = "float", op = "sum";
+    std::string topology, op = "sum";
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--collective", a->collective, "Collective")->required();
   cmd->add_option("--algorithm", a->algorithm, "Algorithm (name or name:variant)")->required();
   cmd->add_option("--ranks", a->ranks, "Number of ranks")->required();
   cmd->add_option("--root", a->root, "Root rank");
-  auto* count_opt = cmd->add_option("--count", a->count, "Element count (default: ranks)");
-  cmd->add_option("--segment", a->segment, "Segment size in elements (pipelined algorithms)");
+  cmd->add_option("--count", a->count, "Element count (default: ranks)");
+  cmd->add_option("--segment", a->segment,
+                  "Segment size of pipelined algorithms in bytes (K/M/G suffixes), a whole number "
+                  "of -d elements (0 = the closed-form optimum)");
+  cmd->add_option("-d,--dtype", a->dtype,
+                  "Element type: the size of an element (default float, 4 bytes)");
   cmd->add_option("--group", a->group, "Group size (hierarchical)");
   cmd->add_option("--rank", a->rank, "Dump only this rank");
   cmd->add_option("--format", a->format,
@@ -74,53 +80,54 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_option("--topology", a->topology,
                   "nccl family: the topology whose channels (and, for nccl alone, NCCL's choice "
                   "of algorithm, protocol and channels) the schedule follows");
-  cmd->add_option("-d,--dtype", a->dtype, "Element type (nccl family with --topology)");
   cmd->add_option("-o,--op", a->op, "Reduction (nccl family with --topology)");
-  cmd->callback([a, count_opt] {
+  cmd->callback([a] {
     if (a->format != "json" && a->format != "msccl-xml")
       throw UsageError("--format '" + a->format + "': expected json or msccl-xml");
-    if (a->format == "msccl-xml" && a->rank >= 0)
+    const int ranks = static_cast<int>(parse_integer("--ranks", a->ranks, INT32_MIN, INT32_MAX));
+    const int rank = static_cast<int>(parse_integer("--rank", a->rank, -1, INT32_MAX));
+    if (a->format == "msccl-xml" && rank >= 0)
       throw UsageError("--rank: an MSCCL XML file holds every rank; drop --rank");
+    const DataType type = parse_data_type(a->dtype);
     ScheduleSpec spec;
     spec.collective = parse_collective(a->collective);
     spec.algorithm = a->algorithm;
-    spec.ranks = a->ranks;
-    spec.root = a->root;
-    if (count_opt->count() > 0)
-      spec.count = a->count;
+    spec.ranks = ranks;
+    spec.root = static_cast<int>(parse_integer("--root", a->root, INT32_MIN, INT32_MAX));
+    spec.elem_size = size_of(type);
+    if (!a->count.empty())
+      spec.count = parse_integer("--count", a->count, INT64_MIN, INT64_MAX);
     else
-      spec.count = spec.collective == Collective::barrier ? 0 : a->ranks;
-    spec.segment = a->segment;
-    spec.group_size = a->group;
+      spec.count = spec.collective == Collective::barrier ? 0 : ranks;
+    spec.segment = parse_segment_bytes("--segment", a->segment, type) / spec.elem_size;
+    spec.group_size = static_cast<int>(parse_integer("--group", a->group, 0, INT32_MAX));
     std::unique_ptr<Schedule> schedule;
     if (!a->topology.empty()) {
       if (!is_nccl_algorithm(a->algorithm))
         throw UsageError("--topology: only the nccl family's schedules depend on a topology; " +
                          a->algorithm + " is the same on every network (drop --topology)");
-      const DataType dtype = parse_data_type(a->dtype);
       const RedOp op = parse_red_op(a->op);
-      spec.elem_size = size_of(dtype);
-      const std::unique_ptr<Topology> topology = load_topology(a->topology, a->ranks);
-      const NcclContext ctx = nccl_context(*topology, a->ranks);
+      const std::unique_ptr<Topology> topology = load_topology(a->topology, ranks);
+      const NcclContext ctx = nccl_context(*topology, ranks);
       const std::size_t colon = a->algorithm.find(':');
       std::string variant = colon == std::string::npos ? "" : a->algorithm.substr(colon + 1);
       if (variant == "auto") variant.clear();
       const NcclChoice choice =
-          nccl_choose(ctx, spec.collective, spec.count * spec.elem_size, dtype, op, variant);
+          nccl_choose(ctx, spec.collective, spec.count * spec.elem_size, type, op, variant);
       schedule = make_schedule(nccl_schedule_spec(spec, ctx, choice, *topology));
       std::fprintf(stderr, "# nccl on %s: %s\n", a->topology.c_str(), describe(choice).c_str());
     } else {
       schedule = make_schedule(spec);
     }
-    if (a->rank >= a->ranks)
-      throw UsageError("--rank " + std::to_string(a->rank) + " is out of range for " +
-                       std::to_string(a->ranks) + " ranks");
+    if (rank >= ranks)
+      throw UsageError("--rank " + std::to_string(rank) + " is out of range for " +
+                       std::to_string(ranks) + " ranks");
     if (a->format == "msccl-xml") {
       std::cout << msccl::write_algo(msccl::export_algo(*schedule, a->protocol));
       return;
     }
-    const int first = a->rank < 0 ? 0 : a->rank;
-    const int last = a->rank < 0 ? -1 : a->rank;
+    const int first = rank < 0 ? 0 : rank;
+    const int last = rank < 0 ? -1 : rank;
     std::cout << schedule_to_json(*schedule, first, last).dump(1) << "\n";
   });
 }

@@ -10,6 +10,7 @@
 
 #include "algorithms/registry.h"
 #include "cli/commands.h"
+#include "cli/outputs.h"
 #include "core/atomic_file.h"
 #include "core/dtypes.h"
 #include "core/error.h"
@@ -42,6 +43,7 @@ struct SimulateArgs {
   std::string root = "0";
   std::string ranks = "0";
   std::string model = "flow";
+  std::string renamed_model;  // --model, the old spelling of --net-model
   std::string segment = "0";
   std::string group = "0";
   std::string segments_as;
@@ -53,19 +55,11 @@ struct SimulateArgs {
 
 // A non-negative integer flag, with the flag's name in the error.
 std::int64_t parse_count(const std::string& flag, const std::string& text) {
-  bool digits = !text.empty();
-  for (char c : text) digits = digits && c >= '0' && c <= '9';
-  if (!digits) throw UsageError(flag + " '" + text + "': expected a non-negative integer");
-  if (text.size() > 18) throw UsageError(flag + " '" + text + "': too large");
-  std::int64_t value = 0;
-  for (char c : text) value = value * 10 + (c - '0');
-  return value;
+  return parse_integer(flag, text, 0, INT64_MAX);
 }
 
 int parse_int(const std::string& flag, const std::string& text) {
-  const std::int64_t v = parse_count(flag, text);
-  if (v > 1 << 30) throw UsageError(flag + " '" + text + "': too large");
-  return static_cast<int>(v);
+  return static_cast<int>(parse_integer(flag, text, 0, 1 << 30));
 }
 
 // Names are checked before the topology is loaded so that a typo is reported
@@ -127,6 +121,7 @@ class ProgressBar {
 
 void run_simulate(const SimulateArgs& a) {
   // Every argument is checked before anything runs or is written.
+  if (!a.renamed_model.empty()) throw UsageError(renamed_model_message(a.renamed_model));
   SweepSpec sweep;
   sweep.collective = parse_collective(a.collective);
   sweep.algorithms = expand_algorithms(sweep.collective, a.algorithm);
@@ -139,7 +134,7 @@ void run_simulate(const SimulateArgs& a) {
   sweep.dtype = parse_data_type(a.dtype);
   sweep.op = parse_red_op(a.op);
   sweep.root = parse_int("--root", a.root);
-  sweep.segment_bytes = parse_size("--segment", a.segment);
+  sweep.segment_bytes = parse_segment_bytes("--segment", a.segment, sweep.dtype);
   sweep.group_size = parse_int("--group", a.group);
   int ranks = parse_int("--ranks", a.ranks);
   // An algorithm fixed to a rank count (msccl:FILE.xml: the file's ngpus)
@@ -157,21 +152,22 @@ void run_simulate(const SimulateArgs& a) {
   SimOptions options;
   options.model = parse_net_model(a.model);
   options.launch_devices = parse_launch_mode(a.launch);
-  if (!a.json_path.empty()) check_writable(a.json_path);
-  if (!a.csv_path.empty()) check_writable(a.csv_path);
-  if (!a.json_path.empty() && a.json_path == a.csv_path)
-    throw UsageError("--json and --csv name the same file '" + a.json_path + "'");
-  // -J: one nccl-tests JSON file per algorithm.
-  std::vector<std::string> nccl_paths;
+  // Outputs: writable, distinct, none of them an input; -J is one
+  // nccl-tests JSON file per algorithm.
+  std::vector<PathArg> outputs = {{"--json", a.json_path}, {"--csv", a.csv_path}};
+  if (a.nccl_tests_json == kStdoutPath && sweep.algorithms.size() > 1)
+    throw UsageError("-J -: " + std::to_string(sweep.algorithms.size()) +
+                     " algorithms write one file each; standard output takes one (name one "
+                     "--algorithm, or give -J a file name)");
   for (const std::string& algorithm : sweep.algorithms)
     if (!a.nccl_tests_json.empty())
-      nccl_paths.push_back(
-          nccl_tests_json_path(a.nccl_tests_json, algorithm, sweep.algorithms.size() > 1));
-  for (const std::string& path : nccl_paths) {
-    check_writable(path);
-    if (path == a.json_path || path == a.csv_path)
-      throw UsageError("-J and --json/--csv name the same file '" + path + "'");
-  }
+      outputs.push_back(
+          {"-J", nccl_tests_json_path(a.nccl_tests_json, algorithm, sweep.algorithms.size() > 1)});
+  std::vector<PathArg> inputs = {{"--topology", topology_file(a.topology)},
+                                 {"--segments-as", a.segments_as}};
+  for (const std::string& name : sweep.algorithms)
+    if (name.rfind("msccl:", 0) == 0) inputs.push_back({"--algorithm", name.substr(6)});
+  prepare_outputs(outputs, inputs);
 
   // --segments-as: the segment choice of a measured run, read before the
   // topology so that a bad file fails first and alone.
@@ -280,9 +276,14 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("-o,--op", a->op, "Reduction op: sum prod min max avg (sum)");
   cmd->add_option("-r,--root", a->root, "Root rank of rooted collectives (0)");
   cmd->add_option("--ranks", a->ranks, "Ranks on the topology's first endpoints (0 = all)");
-  cmd->add_option("--model", a->model, "Network model: flow (link sharing) or alpha-beta");
-  cmd->add_option("--segment", a->segment,
-                  "Segment size in bytes for pipelined algorithms (0 = closed-form optimum)");
+  cmd->add_option("--net-model", a->model,
+                  "Network model: flow (link sharing, default) or alpha-beta");
+  // The old spelling fails naming the new one (plan --model is the model file).
+  cmd->add_option("--model", a->renamed_model)->group("");
+  cmd->add_option(
+      "--segment", a->segment,
+      "Segment size of pipelined algorithms in bytes (K/M/G suffixes), a whole number of "
+      "elements (0 = the closed-form optimum)");
   cmd->add_option("--group", a->group, "Group size of hierarchical algorithms (0 = automatic)");
   cmd->add_option("--launch", a->launch,
                   "How calls are launched: proc (one process per device, default) or group:G "

@@ -119,7 +119,7 @@ void run_tuner(const TunerArgs& a) {
       "collkit " COLLKIT_VERSION " tuner model for NCCL's tuner plugin libnccl-tuner-collkit.so",
       "(docs/TUNER.md): COLLKIT_TUNER_MODEL=<this file> NCCL_TUNER_PLUGIN=collkit",
       "topology " + topo_name + " (" + a.topology + "), " + std::string(to_string(spec.dtype)) +
-          " " + std::string(to_string(spec.op)) + ", sizes " + sizes + ", --model " + a.model +
+          " " + std::string(to_string(spec.op)) + ", sizes " + sizes + ", --net-model " + a.model +
           ", --launch " + a.launch,
       "times in microseconds simulated by collkit with the nccl family; channels by NCCL's rule"};
   const std::vector<std::string> config_comments = {
@@ -172,7 +172,7 @@ void add_tuner_command(CLI::App& app) {
   cmd->add_option("-f,--stepfactor", a->step_factor, "Grid factor between sizes, >= 2 (2)");
   cmd->add_option("-d,--dtype,--datatype", a->dtype, "Data type of the simulated calls (float)");
   cmd->add_option("--op", a->op, "Reduction op of the simulated calls (sum)");
-  cmd->add_option("--model", a->model, "Network model: flow (link sharing) or alpha-beta");
+  cmd->add_option("--net-model", a->model, "Network model: flow (link sharing) or alpha-beta");
   cmd->add_option("--launch", a->launch,
                   "How calls are launched, as collkit simulate: proc (default) or group:G");
   cmd->callback([a] { run_tuner(*a); });

@@ -6,7 +6,9 @@
 #include "algorithms/registry.h"
 #include "algorithms/verify.h"
 #include "cli/commands.h"
+#include "core/dtypes.h"
 #include "core/error.h"
+#include "core/sizes.h"
 #include "interop/msccl_source.h"
 
 namespace collkit::cli {
@@ -16,11 +18,12 @@ void add_verify_command(CLI::App& app) {
       "verify",
       "Prove a schedule (built-in or msccl:FILE.xml) with the reference executor at several "
       "counts: numeric and symbolic checks; exit 1 naming the first failing rank, step and op");
+  // Numbers stay text: parse_integer reports a bad or out-of-range value with
+  // the flag's name instead of clamping it.
   struct Args {
     std::string collective, algorithm;
-    int ranks = 0, root = 0;
-    long long count = -1, segment = 0;
-    int group = 0;
+    std::string ranks = "0", root = "0", count, segment = "0", group = "0", dtype = "float";
+    int ranks_value = 0;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--collective", a->collective, "Collective")->required();
@@ -30,37 +33,45 @@ void add_verify_command(CLI::App& app) {
   cmd->add_option("--root", a->root, "Root rank of rooted collectives (0)");
   cmd->add_option("--count", a->count, "Only this element count (default: a sweep of counts)");
   cmd->add_option("--segment", a->segment,
-                  "Segment in elements (pipelined algorithms; msccl: elements per loop slice)");
+                  "Segment in bytes (K/M/G suffixes), a whole number of -d elements (pipelined "
+                  "algorithms; msccl: bytes per loop slice)");
+  cmd->add_option("-d,--dtype", a->dtype,
+                  "Element type the --segment bytes are counted in (default float, 4 bytes)");
   cmd->add_option("--group", a->group, "Group size (hierarchical)");
   cmd->callback([a] {
+    const DataType type = parse_data_type(a->dtype);
     ScheduleSpec spec;
     spec.collective = parse_collective(a->collective);
     spec.algorithm = a->algorithm;
-    spec.root = a->root;
-    spec.segment = a->segment;
-    spec.group_size = a->group;
+    spec.root = static_cast<int>(parse_integer("--root", a->root, INT32_MIN, INT32_MAX));
+    spec.elem_size = size_of(type);
+    spec.segment = parse_segment_bytes("--segment", a->segment, type) / spec.elem_size;
+    spec.group_size = static_cast<int>(parse_integer("--group", a->group, 0, INT32_MAX));
+    a->ranks_value = static_cast<int>(parse_integer("--ranks", a->ranks, INT32_MIN, INT32_MAX));
+    const std::int64_t only_count =
+        a->count.empty() ? -1 : parse_integer("--count", a->count, 0, INT64_MAX);
     std::int64_t unit = 1;
     std::string ranks_note;
     if (const auto source = find_schedule_source(a->algorithm)) {
       const int fixed = source->fixed_ranks ? source->fixed_ranks(a->algorithm) : 0;
-      if (a->ranks == 0 && fixed > 0) {
-        a->ranks = fixed;
+      if (a->ranks_value == 0 && fixed > 0) {
+        a->ranks_value = fixed;
         ranks_note = " (fixed by the algorithm)";
       }
-      spec.ranks = a->ranks;
+      spec.ranks = a->ranks_value;
       if (source->count_unit) unit = source->count_unit(spec);
     } else {
       make_schedule([&] {
         ScheduleSpec s = spec;
-        s.ranks = std::max(a->ranks, 1);
+        s.ranks = std::max(a->ranks_value, 1);
         return s;
       }());  // an unknown name fails here, before --ranks
     }
-    if (a->ranks < 1) throw UsageError("--ranks is required (>= 1)");
-    spec.ranks = a->ranks;
+    if (a->ranks_value < 1) throw UsageError("--ranks is required (>= 1)");
+    spec.ranks = a->ranks_value;
     std::vector<VerifyCount> counts;
-    if (a->count >= 0) {
-      counts.push_back({a->count, "--count"});
+    if (only_count >= 0) {
+      counts.push_back({only_count, "--count"});
     } else {
       counts = default_verify_counts(spec.collective, spec.ranks, unit);
     }
@@ -81,7 +92,7 @@ void add_verify_command(CLI::App& app) {
       const std::string file = msccl::describe_file(*probe);
       if (!file.empty()) std::printf("# %s\n", file.c_str());
     }
-    if (a->count < 0)
+    if (only_count < 0)
       std::printf("# counts: %s\n",
                   unit > 1 ? ("multiples of " + std::to_string(unit) +
                               " only: the algorithm splits each buffer into equal chunks, so "

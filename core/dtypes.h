@@ -30,8 +30,19 @@ inline constexpr DataType kAllDataTypes[] = {
 std::string_view to_string(DataType t);
 // Bytes per element.
 int size_of(DataType t);
-// Throws UsageError listing the valid names.
+// The nccl-tests name, or one of the aliases every subcommand takes:
+// bf16 (bfloat16); fp16, float16 (half); fp32, float32 (float); fp64,
+// float64 (double). Throws UsageError listing the valid names and aliases.
 DataType parse_data_type(std::string_view name);
+
+// The names parse_data_type takes, aliases in parentheses:
+// "int8, ..., half (fp16, float16), bfloat16 (bf16), float (fp32, float32), ...".
+std::string data_type_names();
+
+// The types a model is trained in (plan --dtype): bfloat16, half and float,
+// by the same names and aliases. Any other name, an integer type included,
+// is a UsageError naming `flag` and listing these three with their aliases.
+DataType parse_training_data_type(const std::string& flag, std::string_view name);
 
 enum class RedOp : std::uint8_t { sum, prod, min, max, avg };
 

@@ -305,7 +305,7 @@ Model parse_model(const std::string& text, const std::string& file) {
     doc = json::parse(text);
   } catch (const json::exception& e) {
     // parse_error, or out_of_range for a number a double cannot hold (1e999).
-    throw FileError(file + ": not valid JSON: " + e.what());
+    throw FileError(file + ": malformed JSON: " + e.what());
   }
   Fields top(doc, file);
   top.only({"name", "description", "source", "params", "layers"});

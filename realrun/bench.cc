@@ -54,11 +54,18 @@ namespace {
 [[noreturn]] void usage_abort(int rank, const std::string& what) {
   if (rank != 0) {
     std::this_thread::sleep_for(std::chrono::seconds(10));
-    std::fprintf(stderr, "collkit bench: rank %d: error: %s\n", rank, what.c_str());
+    std::fprintf(stderr, "collkit: error: rank %d: %s\n", rank, what.c_str());
     std::fflush(stderr);
   } else {
-    std::fprintf(stderr, "collkit bench: error: %s\n", what.c_str());
+    std::fprintf(stderr, "collkit: error: %s\n", what.c_str());
     std::fflush(stderr);
+  }
+  int ranks = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  if (ranks == 1) {
+    // Alone (no mpirun): nobody to take down, so no MPI_Abort banner.
+    MPI_Finalize();
+    std::_Exit(2);
   }
   MPI_Abort(MPI_COMM_WORLD, 2);
   std::_Exit(2);
@@ -273,8 +280,9 @@ class MpiBackend final : public MpiBackendBase {
     std::vector<std::string> lines;
     for (const auto& d : hosts_.devices) {
       char line[512];
-      std::snprintf(line, sizeof line, "#  Rank %2d Pid %6d on %10s cpu", d["rank"].get<int>(),
-                    d["pid"].get<int>(), d["host"].get<std::string>().c_str());
+      std::snprintf(line, sizeof line, "#  Rank %2d Group  0 Pid %6d on %10s cpu",
+                    d["rank"].get<int>(), d["pid"].get<int>(),
+                    d["host"].get<std::string>().c_str());
       lines.emplace_back(line);
     }
     return lines;
@@ -350,13 +358,22 @@ class NcclMeasurement final : public Measurement {
     }
     CUDA_CHECK(cudaStreamSynchronize(stream_));
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    const auto cpu_start = std::chrono::steady_clock::now();
     CUDA_CHECK(cudaEventRecord(start_->get(), stream_));
     for (int i = 0; i < iters; ++i) {
       ctx.before_run();
       enqueue();
+      // -z 1: the host waits for each collective, as nccl-tests' blocking mode.
+      if (cfg_.blocking) CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
     CUDA_CHECK(cudaEventRecord(stop_->get(), stream_));
     CUDA_CHECK(cudaEventSynchronize(stop_->get()));
+    if (cfg_.cputime) {
+      // -C 1: the host's time from the first launch to the last completion.
+      const std::chrono::duration<double, std::micro> us =
+          std::chrono::steady_clock::now() - cpu_start;
+      return us.count() / iters;
+    }
     float ms = 0;
     CUDA_CHECK(cudaEventElapsedTime(&ms, start_->get(), stop_->get()));
     return static_cast<double>(ms) * 1e3 / iters;
@@ -454,8 +471,13 @@ class NcclBackend final : public MpiBackendBase {
     MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
     NCCL_CHECK(ncclCommInitRank(&comm_, ranks_, id, rank_));
     stream_ = std::make_unique<CudaStream>(device_);
-    hosts_ = gather_hosts(
-        "gpu", "device " + std::to_string(device_) + " [" + info_.pci_bus_id + "] " + info_.name);
+    hosts_ = gather_hosts("gpu", [&] {
+      // nccl-tests' fields: "device %2d [%04x:%02x:%02x] name".
+      char text[256];
+      std::snprintf(text, sizeof text, "device %2d [%s] %s", device_,
+                    nccl_tests_bus_id(info_.pci_bus_id).c_str(), info_.name.c_str());
+      return std::string(text);
+    }());
   }
   ~NcclBackend() override {
     if (comm_) ncclCommDestroy(comm_);
@@ -519,7 +541,51 @@ class NcclBackend final : public MpiBackendBase {
 };
 #endif  // COLLKIT_HAVE_NCCL_BACKEND
 
+// Every check that needs no MPI, before MPI starts: a usage error is one
+// line from rank 0 (the others exit quietly) and exit code 2, with no
+// MPI_Abort banner. What needs the rank count is checked here when the
+// launcher's environment gives it, else again after MPI_Init.
+BenchConfig check_before_mpi(const BenchArgs& args, const LaunchEnv& env) {
+  BenchConfig cfg = parse_config(args, env.size);
+  FaultInjector::from_environment();
+  if (cfg.backend == Backend::cuda)
+    throw UsageError("--backend cuda is one process driving every rank: run it without mpirun");
+#ifdef COLLKIT_HAVE_NCCL_BACKEND
+  if (cfg.backend == Backend::nccl) {
+    const std::string problem = cuda_device_problem();
+    if (!problem.empty()) throw UsageError(problem);
+  }
+#else
+  if (cfg.backend == Backend::nccl)
+    throw UsageError(
+        "--backend 'nccl' is not available in this build (it needs CUDA, NCCL and MPI; "
+        "configure with COLLKIT_WITH_CUDA=ON, COLLKIT_WITH_MPI=ON and NCCL installed)");
+#endif
+  if (env.rank == 0 && !cfg.json_path.empty()) check_writable(cfg.json_path);
+  const int local_size = env.local_size > 0 ? env.local_size : env.size;
+  if (env.size > 0 && cfg.backend == Backend::mpi) check_host_memory(cfg, env.size, local_size);
+#ifdef COLLKIT_HAVE_NCCL_BACKEND
+  if (env.size > 0 && cfg.backend == Backend::nccl) {
+    // One GPU per process: local rank modulo the visible devices.
+    const int devices = cuda_device_count();
+    const int device = local_rank() % devices;
+    const int sharing = (local_size - device + devices - 1) / devices;
+    const DeviceInfo info = device_info(device);
+    check_device_memory(cfg, env.size, sharing, static_cast<std::int64_t>(info.memory_bytes),
+                        "device " + std::to_string(device) + " (" + info.name + ")");
+  }
+#endif
+  return cfg;
+}
+
 void run_mpi_bench(const BenchArgs& args, const BenchSinkFactory& make_sink) {
+  const LaunchEnv env = launch_environment();
+  try {
+    check_before_mpi(args, env);
+  } catch (const Error&) {
+    if (env.rank == 0) throw;  // printed by the command line: one line, its exit code
+    std::_Exit(2);
+  }
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) MPI_Init(nullptr, nullptr);
@@ -557,6 +623,14 @@ void run_mpi_bench(const BenchArgs& args, const BenchSinkFactory& make_sink) {
           "configure with COLLKIT_WITH_CUDA=ON, COLLKIT_WITH_MPI=ON and NCCL installed)");
 #endif
     if (rank == 0 && !cfg.json_path.empty()) check_writable(cfg.json_path);
+    if (env.local_size == 0) {
+      MPI_Comm host;
+      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host);
+      int here = 1;
+      MPI_Comm_size(host, &here);
+      MPI_Comm_free(&host);
+      if (cfg.backend == Backend::mpi) check_host_memory(cfg, ranks, here);
+    }
   } catch (const Error& e) {
     usage_abort(rank, e.what());
   }

@@ -21,22 +21,32 @@ struct BenchArgs {
   std::string collective;
   std::string algorithms = "all";  // comma list; "native" = MPI's own; "all" = every one + native
   // nccl-tests' flags and defaults.
-  std::string min_bytes = "32M";    // -b
-  std::string max_bytes = "32M";    // -e
-  std::string step_factor = "1";    // -f (> 1: multiply)
-  std::string step_bytes = "1M";    // -i (when -f is 1)
-  std::string iters = "20";         // -n
-  std::string warmup = "1";         // -w
-  std::string check = "1";          // -c: check iterations (0 = none)
-  std::string dtype = "float";      // -d: a type or "all"
-  std::string op = "sum";           // -o: an op or "all"
-  std::string root = "0";           // -r
-  std::string average = "1";        // -a: 0 rank 0, 1 mean, 2 min, 3 max
-  std::string json_path;            // --json
-  std::string timeout = "0";        // -T: seconds per collective, 0 = none
-  std::string ranks;                // -g/--ranks: ranks of the cuda backend
-  std::string graph = "0";          // -G: CUDA graph launches per measurement (cuda backend)
-  std::vector<std::string> extras;  // arguments the command line did not recognise
+  std::string min_bytes = "32M";  // -b
+  std::string max_bytes = "32M";  // -e
+  std::string step_factor = "1";  // -f (> 1: multiply)
+  std::string step_bytes = "1M";  // -i (when -f is 1)
+  std::string iters = "20";       // -n
+  std::string warmup = "5";       // -w (nccl-tests' default)
+  std::string check = "1";        // -c: check iterations (0 = none)
+  std::string dtype = "float";    // -d: a type or "all"
+  std::string op = "sum";         // -o: an op or "all"
+  std::string root = "0";         // -r
+  std::string average = "1";      // -a: 0 rank 0, 1 mean, 2 min, 3 max
+  std::string json_path;          // --json
+  std::string timeout = "0";      // -T: seconds per collective, 0 = none
+  std::string ranks;              // -g/--ranks: ranks of the cuda backend
+  std::string graph = "0";        // -G: CUDA graph launches per measurement (cuda backend)
+  // nccl-tests' other flags, with its defaults; parse_config accepts each
+  // where it means something for the backend and refuses it, saying so,
+  // where it does not (docs/BENCH.md).
+  std::string threads = "1";         // -t: threads per process
+  std::string agg_iters = "1";       // -m: operations aggregated per iteration
+  std::string blocking = "0";        // -z: wait for each collective before the next
+  std::string parallel_init = "0";   // -p: initialise the threads' communicators in parallel
+  std::string cycles = "1";          // -N: run the whole bench this many times
+  std::string cputime = "0";         // -C: report CPU time instead of GPU time
+  std::string local_register = "0";  // -R: register buffers with NCCL
+  std::vector<std::string> extras;   // arguments the command line did not recognise
 };
 
 // Where the figures go (realrun/harness.h); made once, on the printing

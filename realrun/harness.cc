@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -13,28 +14,14 @@
 #include "algorithms/registry.h"
 #include "core/error.h"
 #include "core/sizes.h"
+#include "realrun/plan.h"
 
 namespace collkit::realrun {
 namespace {
 
 std::int64_t parse_int(const std::string& flag, const std::string& text, std::int64_t lo,
                        std::int64_t hi) {
-  std::int64_t v = 0;
-  bool ok = !text.empty() && text.size() <= 12;
-  std::size_t i = 0;
-  const bool negative = ok && text[0] == '-';
-  if (negative) ++i;
-  ok = ok && i < text.size();
-  for (; ok && i < text.size(); ++i) {
-    ok = text[i] >= '0' && text[i] <= '9';
-    v = v * 10 + (text[i] - '0');
-  }
-  if (!ok) throw UsageError(flag + " '" + text + "': expected an integer");
-  if (negative) v = -v;
-  if (v < lo || v > hi)
-    throw UsageError(flag + " " + text + ": must be in " + std::to_string(lo) + ".." +
-                     std::to_string(hi));
-  return v;
+  return parse_integer(flag, text, lo, hi);
 }
 
 std::int64_t now_ns() {
@@ -73,10 +60,47 @@ BenchConfig parse_config(const BenchArgs& a, int ranks) {
     for (const auto& e : a.extras) list += (list.empty() ? "" : " ") + e;
     throw UsageError("unknown argument(s) for bench: " + list +
                      " (flags: --backend --collective --algorithm -b -e -f -i -n -w -c -d -o -r "
-                     "-a -T -g -G --json)");
+                     "-a -T -g -G -t -m -z -p -N -C -R --json -J)");
   }
   BenchConfig cfg;
   cfg.backend = parse_bench_backend(a.backend);
+  const std::string backend = "--backend " + std::string(to_string(cfg.backend));
+  // nccl-tests' flags that collkit's backends either honour or refuse.
+  if (parse_int("-t", a.threads, 1, 1 << 20) != 1)
+    throw UsageError("-t " + a.threads +
+                     ": collkit bench runs one thread per process, so -t (threads per process) "
+                     "has no meaning here; start more processes (mpirun -np)" +
+                     std::string(cfg.backend == Backend::cuda ? " or more ranks (-g)" : ""));
+  if (parse_int("-p", a.parallel_init, 0, 1) != 0)
+    throw UsageError("-p " + a.parallel_init +
+                     ": parallel initialisation of the -t threads' communicators has no meaning "
+                     "with one thread per process");
+  if (parse_int("-m", a.agg_iters, 1, 1 << 20) != 1)
+    throw UsageError(
+        "-m " + a.agg_iters +
+        (cfg.backend == Backend::mpi
+             ? ": aggregating operations into one group launch has no meaning for " + backend +
+                   " (MPI has no group launch)"
+             : ": aggregated launches (ncclGroupStart/End around -m operations) are not "
+               "implemented by " +
+                   backend));
+  cfg.blocking = parse_int("-z", a.blocking, 0, 1) == 1;
+  if (cfg.blocking && cfg.backend == Backend::cuda)
+    throw UsageError("-z 1: blocking collectives are not implemented by " + backend);
+  if (parse_int("-N", a.cycles, 0, 1 << 30) != 1)
+    throw UsageError("-N " + a.cycles +
+                     ": repeated cycles are not implemented by collkit bench (run the command "
+                     "again; each run's --json is one cycle)");
+  cfg.cputime = parse_int("-C", a.cputime, 0, 1) == 1;
+  if (cfg.cputime && cfg.backend == Backend::cuda)
+    throw UsageError("-C 1: CPU timing is not implemented by " + backend +
+                     " (its times are GPU event times)");
+  if (parse_int("-R", a.local_register, 0, 2) != 0)
+    throw UsageError(
+        "-R " + a.local_register +
+        (cfg.backend == Backend::mpi
+             ? ": registering buffers with NCCL has no meaning for " + backend
+             : ": buffer registration (ncclCommRegister) is not implemented by " + backend));
   if (cfg.backend != Backend::cuda && !a.ranks.empty())
     throw UsageError("-g/--ranks " + a.ranks + ": only --backend cuda takes a rank count (under " +
                      "mpirun the rank count is -np)");
@@ -95,7 +119,7 @@ BenchConfig parse_config(const BenchArgs& a, int ranks) {
   cfg.warmup = static_cast<int>(parse_int("-w", a.warmup, 0, 1 << 30));
   cfg.check = static_cast<int>(parse_int("-c", a.check, 0, 1 << 20));
   cfg.root = static_cast<int>(parse_int("-r", a.root, 0, 1 << 30));
-  if (cfg.root >= ranks)
+  if (ranks > 0 && cfg.root >= ranks)
     throw UsageError("-r " + a.root + ": root is out of range for " + std::to_string(ranks) +
                      " ranks (valid: 0.." + std::to_string(ranks - 1) + ")");
   cfg.average = static_cast<Average>(parse_int("-a", a.average, 0, 3));
@@ -136,7 +160,7 @@ BenchConfig parse_config(const BenchArgs& a, int ranks) {
     start = comma + 1;
   }
   for (const std::string& n : names) {
-    if (n == kNative) continue;
+    if (n == kNative || ranks <= 0) continue;
     ScheduleSpec spec;
     spec.collective = c;
     spec.algorithm = n;
@@ -152,16 +176,153 @@ BenchConfig parse_config(const BenchArgs& a, int ranks) {
   return cfg;
 }
 
+LaunchEnv launch_environment() {
+  const auto number = [](std::initializer_list<const char*> names, int& out) {
+    for (const char* name : names)
+      if (const char* v = std::getenv(name)) {
+        char* end = nullptr;
+        const long x = std::strtol(v, &end, 10);
+        if (end != v && *end == '\0' && x >= 0 && x < (1L << 30)) {
+          out = static_cast<int>(x);
+          return true;
+        }
+      }
+    return false;
+  };
+  LaunchEnv env;
+  env.launched =
+      number({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"}, env.size);
+  number({"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}, env.rank);
+  number({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"},
+         env.local_size);
+  if (!env.launched) {
+    // No launcher: MPI_Init makes a singleton.
+    env.size = 1;
+    env.local_size = 1;
+  }
+  return env;
+}
+
+namespace {
+
+std::string gib(std::int64_t bytes) {
+  char text[64];
+  if (bytes < (std::int64_t{1} << 20)) {
+    std::snprintf(text, sizeof text, "%lld B", static_cast<long long>(bytes));
+  } else {
+    std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
+  }
+  return text;
+}
+
+}  // namespace
+
+MemoryNeed memory_needed(const BenchConfig& cfg, int ranks) {
+  MemoryNeed need;
+  const Collective c = cfg.collective;
+  const std::int64_t bytes = *std::max_element(cfg.sizes.begin(), cfg.sizes.end());
+  for (const std::string& algorithm : cfg.algorithms) {
+    for (DataType type : cfg.dtypes) {
+      const SizeMapping size = map_size(c, bytes, size_of(type), ranks);
+      for (const bool in_place : {false, true}) {
+        // Every rank's plan: the largest decides (rooted collectives differ).
+        const std::int64_t count = c == Collective::barrier ? 0 : size.spec_count;
+        for (int rank = 0; rank < std::min(ranks, 64); ++rank) {
+          CompiledPlan plan;
+          try {
+            if (algorithm == kNative) {
+              plan = io_plan(c, ranks, rank, cfg.root, count, type, cfg.ops.front(), in_place);
+            } else {
+              ScheduleSpec spec;
+              spec.collective = c;
+              spec.algorithm = algorithm;
+              spec.ranks = ranks;
+              spec.root = cfg.root;
+              spec.count = count;
+              spec.elem_size = size_of(type);
+              spec.model = kBenchSegmentModel;
+              const std::unique_ptr<Schedule> schedule = make_schedule(spec);
+              plan = compile_plan(*schedule, rank, type, cfg.ops.front(), in_place);
+            }
+          } catch (const Error&) {
+            break;  // not defined in this placement: the run says so and measures nothing
+          }
+          const std::int64_t check = cfg.check > 0 ? plan.output_bytes : 0;
+          const std::int64_t total = plan.storage_in_bytes + plan.storage_out_bytes +
+                                     plan.scratch_bytes + plan.temp_bytes + check;
+          if (total <= need.per_rank) continue;
+          need.per_rank = total;
+          need.detail = std::string(to_string(c)) + " " + algorithm + " at " +
+                        std::to_string(size.bytes) + " bytes (" + std::string(to_string(type)) +
+                        (in_place ? ", in place" : ", out of place") + "): buffers " +
+                        gib(plan.storage_in_bytes + plan.storage_out_bytes) + ", scratch " +
+                        gib(plan.scratch_bytes) + ", temp " + gib(plan.temp_bytes) +
+                        ", expected values " + gib(check);
+        }
+      }
+    }
+  }
+  return need;
+}
+
+std::int64_t host_memory_bytes() {
+  if (const char* v = std::getenv("COLLKIT_HOST_MEMORY")) return std::atoll(v);
+  if (FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    long long kb = -1;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "MemAvailable: %lld kB", &kb) == 1) break;
+    std::fclose(f);
+    if (kb >= 0) return kb * 1024;
+  }
+  return static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+}
+
+void check_host_memory(const BenchConfig& cfg, int ranks, int ranks_on_host) {
+  if (cfg.sizes.empty() || cfg.algorithms.empty() || ranks <= 0) return;
+  const MemoryNeed need = memory_needed(cfg, ranks);
+  const std::int64_t host = host_memory_bytes();
+  const int here = std::max(ranks_on_host, 1);
+  const double on_host = static_cast<double>(need.per_rank) * here;
+  if (on_host <= static_cast<double>(host)) return;
+  const std::string flag = cfg.min_bytes == cfg.max_bytes ? "-b/-e " : "-e ";
+  throw UsageError(
+      flag + std::to_string(cfg.max_bytes) + ": needs " + gib(need.per_rank) + " per rank and " +
+      gib(static_cast<std::int64_t>(static_cast<double>(need.per_rank) * ranks)) + " in all (" +
+      std::to_string(ranks) + " ranks, " + std::to_string(here) +
+      " on this host: " + gib(static_cast<std::int64_t>(on_host)) + "); this host has " +
+      gib(host) + " of memory available. Largest: " + need.detail);
+}
+
+void check_device_memory(const BenchConfig& cfg, int ranks, int ranks_on_device,
+                         std::int64_t device_bytes, const std::string& device_name) {
+  if (cfg.sizes.empty() || cfg.algorithms.empty() || ranks <= 0 || device_bytes <= 0) return;
+  const MemoryNeed need = memory_needed(cfg, ranks);
+  const int here = std::max(ranks_on_device, 1);
+  const double on_device = static_cast<double>(need.per_rank) * here;
+  if (on_device <= static_cast<double>(device_bytes)) return;
+  const std::string flag = cfg.min_bytes == cfg.max_bytes ? "-b/-e " : "-e ";
+  throw UsageError(flag + std::to_string(cfg.max_bytes) + ": needs " + gib(need.per_rank) +
+                   " of device memory per rank and " +
+                   gib(static_cast<std::int64_t>(static_cast<double>(need.per_rank) * ranks)) +
+                   " in all (" + std::to_string(ranks) + " ranks, " + std::to_string(here) +
+                   " on " + device_name + ": " + gib(static_cast<std::int64_t>(on_device)) + "); " +
+                   device_name + " has " + gib(device_bytes) + ". Largest: " + need.detail);
+}
+
 std::uint64_t args_hash(const BenchArgs& a) {
   std::uint64_t h = 1469598103934665603ull;
   const auto add = [&](const std::string& s) {
     for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
     h = (h ^ 0xFF) * 1099511628211ull;  // separator: ("ab","c") != ("a","bc")
   };
-  for (const std::string* s :
-       {&a.backend, &a.collective, &a.algorithms, &a.min_bytes, &a.max_bytes, &a.step_factor,
-        &a.step_bytes, &a.iters, &a.warmup, &a.check, &a.dtype, &a.op, &a.root, &a.average,
-        &a.json_path, &a.timeout, &a.ranks, &a.graph})
+  for (const std::string* s : {&a.backend,       &a.collective,    &a.algorithms, &a.min_bytes,
+                               &a.max_bytes,     &a.step_factor,   &a.step_bytes, &a.iters,
+                               &a.warmup,        &a.check,         &a.dtype,      &a.op,
+                               &a.root,          &a.average,       &a.json_path,  &a.timeout,
+                               &a.ranks,         &a.graph,         &a.threads,    &a.agg_iters,
+                               &a.blocking,      &a.parallel_init, &a.cycles,     &a.cputime,
+                               &a.local_register})
     add(*s);
   for (const std::string& e : a.extras) add(e);
   return h;
@@ -276,6 +437,14 @@ void FaultInjector::fire() {
       for (;;) pause();
   }
   std::_Exit(17);
+}
+
+std::string nccl_tests_bus_id(const std::string& pci) {
+  // DDDD:BB:DD.F -> dddd:bb:dd
+  if (pci.size() != 12 || pci[4] != ':' || pci[7] != ':' || pci[10] != '.') return pci;
+  std::string out = pci.substr(0, 10);
+  for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return out;
 }
 
 std::string describe_run(const BenchConfig& cfg, const std::string& algorithm,

@@ -50,13 +50,58 @@ struct BenchConfig {
   // -G (cuda backend): the -n timed runs are captured once into a CUDA graph
   // that is launched this many times; 0 = no graph, every run enqueued.
   int graph_launches = 0;
+  // -z: the host waits for each collective to complete before the next one
+  // (nccl: a stream synchronisation after every run; mpi: always so).
+  bool blocking = false;
+  // -C: report the host's wall-clock time of the timed loop (until the last
+  // run completed) instead of GPU event time (nccl); mpi's times are so.
+  bool cputime = false;
 };
 
 // The backend named by --backend (UsageError listing the valid ones).
 Backend parse_bench_backend(const std::string& text);
 
 // Validates every flag for `ranks` ranks; throws UsageError naming the flag.
+// ranks = 0: the rank count is not known yet (before MPI starts, under a
+// launcher that does not say): the checks that need it are left for later.
 BenchConfig parse_config(const BenchArgs& a, int ranks);
+
+// The job as the launcher's environment describes it before MPI starts
+// (Open MPI's OMPI_COMM_WORLD_*, PMI_*, Slurm's SLURM_*): this process's
+// rank, the job's rank count and the ranks on this host; size 0 = no
+// launcher said (run without mpirun: a singleton of one rank).
+struct LaunchEnv {
+  int rank = 0;
+  int size = 0;
+  int local_size = 0;
+  bool launched = false;  // a launcher's variables were found
+};
+LaunchEnv launch_environment();
+
+// Memory one rank of the bench needs at its largest measurement: the
+// buffers of every algorithm's plan (input, output, scratch, temp) plus the
+// expected values of the check, the largest over algorithms, types and
+// placements.
+struct MemoryNeed {
+  std::int64_t per_rank = 0;
+  std::string detail;  // "all_reduce ring at 17179869184 bytes (float, out of place): ..."
+};
+MemoryNeed memory_needed(const BenchConfig& cfg, int ranks);
+
+// Host memory this process may use: MemAvailable of /proc/meminfo, else the
+// physical pages. COLLKIT_HOST_MEMORY (bytes, test only) overrides it.
+std::int64_t host_memory_bytes();
+
+// Throws UsageError (exit 2) naming -b/-e, the bytes per rank and in all,
+// and the host's memory when `ranks_on_host` ranks of the job do not fit
+// in this host's memory; before anything is allocated.
+void check_host_memory(const BenchConfig& cfg, int ranks, int ranks_on_host);
+
+// The same for one GPU (backends nccl and cuda): `ranks_on_device` ranks'
+// buffers against the device's `device_bytes` of memory (its total: NCCL and
+// the CUDA context need some too, so passing is necessary, not sufficient).
+void check_device_memory(const BenchConfig& cfg, int ranks, int ranks_on_device,
+                         std::int64_t device_bytes, const std::string& device_name);
 
 // FNV-1a over every flag's text (ranks started with different flags).
 std::uint64_t args_hash(const BenchArgs& a);
@@ -211,6 +256,11 @@ class BenchSink {
 // `sink` (null on the others). Returns the wrong elements over every check.
 std::int64_t run_harness(const BenchConfig& cfg, BenchBackend& backend, RunContext& ctx,
                          BenchSink* sink);
+
+// A PCI bus id as nccl-tests prints it in its device lines
+// ("[%04x:%02x:%02x]" of domain, bus, device): "0000:1B:00.0" (CUDA's
+// cudaDeviceGetPCIBusId) becomes "0000:1b:00". Other text is returned as is.
+std::string nccl_tests_bus_id(const std::string& pci);
 
 // The watchdog's message for one measurement.
 std::string describe_run(const BenchConfig& cfg, const std::string& algorithm,

@@ -262,6 +262,11 @@ CompareResult compare_reports(const Report& predicted, const Report& measured,
   for (const ResultRow& m : measured.results) {
     if (!measured_row(m)) continue;
     RowKey k = key_of(measured, m);
+    if (m.wrong > 0) {
+      // A row whose check failed measured something else: never compared.
+      out.failed_check.emplace_back(k, m.wrong);
+      continue;
+    }
     auto it = pred_index.find(match_key(k));
     if (it == pred_index.end()) {
       RowKey other = k;
@@ -349,6 +354,12 @@ std::string format_comparison(const CompareResult& result, const std::string& pr
                     band_percent(b, b.worst_abs_error).c_str());
       o += line;
     }
+  }
+  if (!result.failed_check.empty()) {
+    o += "# warning: left out " + std::to_string(result.failed_check.size()) + " row(s) of " +
+         measured_name + " whose check failed (#wrong > 0):\n";
+    for (const auto& [k, wrong] : result.failed_check)
+      o += "#  " + key_line(k) + "  (" + std::to_string(wrong) + " wrong)\n";
   }
   if (!result.worst.empty()) {
     o += "# Worst rows:\n";

@@ -71,6 +71,9 @@ struct CompareResult {
   std::vector<MatchedRow> rows;    // in the measured report's order
   std::vector<RowKey> predicted_only;
   std::vector<RowKey> measured_only;
+  // Measured rows left out because their check failed (#wrong > 0), with
+  // how many elements were wrong.
+  std::vector<std::pair<RowKey, std::int64_t>> failed_check;
   std::size_t with_error = 0;  // rows that have a rel_error
   double median_abs_error = 0;
   double p90_abs_error = 0;

@@ -359,7 +359,7 @@ Report parse_report(const std::string& text, const std::string& file) {
     j = Json::parse(text);
   } catch (const Json::exception& e) {
     // parse_error, or out_of_range for a number a double cannot hold (1e999).
-    throw FileError(file + ": invalid JSON: " + e.what());
+    throw FileError(file + ": malformed JSON: " + e.what());
   }
   return report_from_json(j, file);
 }

@@ -170,8 +170,13 @@ int GraphTopology::finalize() {
         }
       }
     }
+    // Along in-links: what can reach endpoint 0; along out-links: what
+    // endpoint 0 reaches.
     for (std::size_t r = 0; r < endpoints_.size(); ++r) {
-      if (!seen[endpoints_[r]]) return static_cast<int>(r);
+      if (!seen[endpoints_[r]]) {
+        lost_cannot_reach_ = !forward;
+        return static_cast<int>(r);
+      }
     }
   }
   return -1;

@@ -43,8 +43,11 @@ class GraphTopology : public Topology {
   // the order added.
   void set_endpoints(std::vector<int> nodes);
   // Freezes the graph (adjacency, link classes). Returns the index of an
-  // endpoint that cannot reach or be reached from endpoint 0, or -1 if none.
+  // endpoint that cannot reach or be reached from endpoint 0, or -1 if none;
+  // lost_cannot_reach() then says which: true when it cannot reach endpoint
+  // 0, false when endpoint 0 cannot reach it.
   int finalize();
+  bool lost_cannot_reach() const { return lost_cannot_reach_; }
   void set_num_ranks(int ranks) { ranks_ = ranks; }
 
   const std::string& node_name(int node) const { return names_[node]; }
@@ -92,6 +95,7 @@ class GraphTopology : public Topology {
   std::vector<double> in_network_;  // per node; empty = no switch offloads collectives
   std::vector<int> link_src_, link_dst_;
   std::vector<LinkProps> link_props_;  // until finalize()
+  bool lost_cannot_reach_ = false;
   std::vector<int> link_class_;
   std::vector<LinkProps> classes_;
   std::vector<std::int64_t> weight_;  // Dijkstra weight of each link

@@ -588,10 +588,12 @@ std::unique_ptr<Topology> explicit_form(const Reader& rd, const json& top, Endpo
   int lost = g->finalize();
   if (g->num_endpoints() == 0) rd.fail("nodes", "no endpoints (every node is a switch)");
   if (lost >= 0) {
-    rd.fail("links", "the graph is disconnected: rank " + std::to_string(lost) + " (node \"" +
-                         g->node_name(g->endpoint_node(lost)) +
-                         "\") cannot be reached from rank 0 (node \"" +
-                         g->node_name(g->endpoint_node(0)) + "\")");
+    const std::string r =
+        "rank " + std::to_string(lost) + " (node \"" + g->node_name(g->endpoint_node(lost)) + "\")";
+    const std::string zero = "rank 0 (node \"" + g->node_name(g->endpoint_node(0)) + "\")";
+    rd.fail("links", "the graph is disconnected: " + (g->lost_cannot_reach()
+                                                          ? r + " cannot reach " + zero
+                                                          : r + " cannot be reached from " + zero));
   }
   return g;
 }

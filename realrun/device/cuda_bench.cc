@@ -290,8 +290,8 @@ class CudaBackend final : public BenchBackend {
       const DeviceInfo d = info(rank_device_[r]);
       char line[512];
       std::snprintf(line, sizeof line, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [%s] %s", r,
-                    static_cast<int>(getpid()), host, d.index, d.pci_bus_id.c_str(),
-                    d.name.c_str());
+                    static_cast<int>(getpid()), host, d.index,
+                    nccl_tests_bus_id(d.pci_bus_id).c_str(), d.name.c_str());
       lines.push_back(line);
     }
     return lines;
@@ -412,6 +412,13 @@ void run_cuda_bench(const BenchArgs& args, const BenchSinkFactory& make_sink) {
   }
   const BenchConfig cfg = parse_config(args, ranks);
   if (!cfg.json_path.empty()) check_writable(cfg.json_path);
+  // Ranks go round-robin on the devices: each device's ranks must fit.
+  for (int d = 0; d < devices && d < ranks; ++d) {
+    const DeviceInfo info = device_info(d);
+    check_device_memory(cfg, ranks, (ranks - d + devices - 1) / devices,
+                        static_cast<std::int64_t>(info.memory_bytes),
+                        "device " + std::to_string(d) + " (" + info.name + ")");
+  }
   Watchdog watchdog(cfg.timeout_s, [](const std::string& what) {
     std::fprintf(stderr, "collkit bench: error: %s\n", what.c_str());
     std::fflush(stderr);

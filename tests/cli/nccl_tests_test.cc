@@ -165,7 +165,7 @@ TEST_F(NcclTestsCli, SimulateWritesNcclTestsJsonPerAlgorithm) {
   expect_error(
       run("simulate --topology '" + kDgx + "' --collective all_reduce --algorithm ring --json " +
           path("x.json") + " -J " + path("x.json")),
-      {"-J and --json/--csv name the same file"});
+      {"-J ", " and --json ", " name the same file: give each output its own path"});
 }
 
 TEST_F(NcclTestsCli, SegmentsAsAcceptsALogWithANote) {

@@ -82,15 +82,15 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadCase{"min_above_max", "-b 64 -e 8 -f 2", "-b 64 is larger than -e 8"},
         BadCase{"zero_min", "-b 0 -e 8 -f 2", "-b 0: the minimum size must be > 0 bytes"},
-        BadCase{"bad_suffix", "-b 12X -e 1G", "-b '12X': expected a size in bytes"},
-        BadCase{"bad_max", "-b 8 -e 1GB", "-e '1GB'"},
+        BadCase{"bad_suffix", "-b 12X -e 1G", "-b '12X': expected a whole number of bytes"},
+        BadCase{"bad_max", "-b 8 -e 1GX", "-e '1GX'"},
         BadCase{"negative_step", "-b 8 -e 64 -i -8", "-i '-8': sizes must be > 0 bytes"},
         BadCase{"zero_step", "-b 8 -e 64 -i 0", "-i 0: the step must be > 0 bytes"},
         BadCase{"zero_factor", "-b 8 -e 64 -f 0", "-f 0: the step factor must be >= 1"},
         BadCase{"bad_factor", "-b 8 -e 64 -f 1.5", "-f '1.5': expected a non-negative integer"},
-        BadCase{"dtype", "--dtype fp32", "unknown data type 'fp32'; valid: int8, uint8"},
+        BadCase{"dtype", "--dtype fp8", "unknown data type 'fp8'; valid: int8, uint8"},
         BadCase{"op", "--op mean", "unknown reduction op 'mean'"},
-        BadCase{"model", "--model exact", "unknown network model 'exact'"},
+        BadCase{"model", "--net-model exact", "unknown network model 'exact'"},
         BadCase{"root", "--root x", "--root 'x': expected a non-negative integer"},
         BadCase{"algorithm", "--algorithm ring,nosuch",
                 "unknown algorithm 'nosuch' for all_reduce"},
@@ -112,7 +112,7 @@ TEST_F(SimulateCli, OutputDirectoryMustExist) {
   const std::string bad = (dir_ / "missing" / "r.json").string();
   const RunResult r = run("--collective all_reduce --algorithm ring --json '" + bad + "'");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "collkit: error: " + bad + ": cannot write: directory '" +
+  EXPECT_EQ(r.err, "collkit: error: --json " + bad + ": cannot write: directory '" +
                        (dir_ / "missing").string() + "' does not exist\n");
 }
 
@@ -120,7 +120,8 @@ TEST_F(SimulateCli, SameFileForJsonAndCsv) {
   const RunResult r = run("--collective all_reduce --algorithm ring --json '" + json_path() +
                           "' --csv '" + json_path() + "'");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--json and --csv name the same file"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err, "collkit: error: --csv " + json_path() + " and --json " + json_path() +
+                       " name the same file: give each output its own path\n");
   EXPECT_EQ(leftovers(), std::vector<std::string>{});
 }
 

@@ -119,7 +119,8 @@ TEST(DataTypes, NamesAndSizesAsNcclTests) {
     EXPECT_EQ(to_string(t), name);
     EXPECT_EQ(size_of(t), size) << name;
   }
-  EXPECT_THROW(parse_data_type("float32"), UsageError);
+  EXPECT_THROW(parse_data_type("float33"), UsageError);
+  EXPECT_EQ(to_string(parse_data_type("float32")), "float");  // an alias (core/dtypes.h)
   for (const char* name : {"sum", "prod", "min", "max", "avg"})
     EXPECT_EQ(to_string(parse_red_op(name)), name);
   try {

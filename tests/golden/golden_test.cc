@@ -52,7 +52,7 @@ const Case kCases[] = {
      "--algorithm all -b 1K -e 256K -f 16 --dtype double"},
     {"torus-4x4-reduce_scatter-alpha_beta",
      "--topology topologies/torus-4x4.json --collective reduce_scatter --algorithm all "
-     "--model alpha-beta -b 256 -e 1M -f 64 --op max --dtype int32"},
+     "--net-model alpha-beta -b 256 -e 1M -f 64 --op max --dtype int32"},
     {"dumbbell-all_gather",
      "--topology topologies/dumbbell.json --collective all_gather --algorithm all -b 32 -e 512K "
      "-f 128"},

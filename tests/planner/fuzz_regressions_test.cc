@@ -47,7 +47,7 @@ TEST(FuzzRegressions, CommittedInputsLoadOrThrowFileError) {
 // hold (2E8672); the reader let it escape.
 TEST(FuzzRegressions, JsonNumberOverflow) {
   expect_model_error(R"({"name": "m", "params": 2E8672, "layers": []})",
-                     {"bad.json", "not valid JSON", "number overflow"});
+                     {"bad.json", "malformed JSON", "number overflow"});
 }
 
 // Shape products were computed without overflow checks (signed overflow is

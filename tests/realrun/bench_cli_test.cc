@@ -64,7 +64,7 @@ class BenchCliTest : public ::testing::Test {
 
 TEST_F(BenchCliTest, UnknownFlag) {
   expect_usage_error(bench(2, "--collective all_reduce --bogus 3"),
-                     "collkit bench: error: unknown argument(s) for bench: --bogus 3");
+                     "collkit: error: unknown argument(s) for bench: --bogus 3");
 }
 
 TEST_F(BenchCliTest, MinLargerThanMax) {
@@ -77,6 +77,77 @@ TEST_F(BenchCliTest, ZeroAndNegativeSizes) {
   expect_usage_error(bench(2, "--collective all_reduce -b -4"), "sizes must be > 0 bytes");
 }
 
+// Usage errors are found before MPI starts: one line, exit 2, and no
+// MPI_Abort banner, with or without mpirun.
+TEST_F(BenchCliTest, UsageErrorsAreOneLineBeforeMpiStarts) {
+  for (const std::string& cmd :
+       {std::string(COLLKIT_BINARY " bench --collective all_reduce"),
+        std::string(COLLKIT_BINARY " bench --backend mpi --collective all_reduce -t 2"),
+        bench(2, "--collective broadcast -r 2")}) {
+    const Result r = run(cmd);
+    EXPECT_EQ(r.rc, 2) << cmd << "\n" << r.output;
+    EXPECT_EQ(occurrences(r.output, "collkit: error: "), 1) << r.output;
+    EXPECT_EQ(occurrences(r.output, "MPI_ABORT"), 0) << r.output;
+  }
+  const Result r = run(COLLKIT_BINARY " bench --collective all_reduce");
+  EXPECT_EQ(r.output, "collkit: error: --backend is required (valid: mpi, nccl, cuda)\n");
+}
+
+// nccl-tests' flags: its defaults, and a refusal that says why where a flag
+// has no meaning for the backend.
+TEST_F(BenchCliTest, NcclTestsFlags) {
+  expect_usage_error(bench(2, "--collective all_reduce -t 2"),
+                     "-t 2: collkit bench runs one thread per process, so -t (threads per "
+                     "process) has no meaning here");
+  expect_usage_error(bench(2, "--collective all_reduce -m 4"),
+                     "-m 4: aggregating operations into one group launch has no meaning for "
+                     "--backend mpi");
+  expect_usage_error(bench(2, "--collective all_reduce -p 1"),
+                     "-p 1: parallel initialisation of the -t threads' communicators has no "
+                     "meaning with one thread per process");
+  expect_usage_error(bench(2, "--collective all_reduce -R 1"),
+                     "-R 1: registering buffers with NCCL has no meaning for --backend mpi");
+  expect_usage_error(bench(2, "--collective all_reduce -N 3"), "-N 3: repeated cycles");
+  // -w defaults to nccl-tests' 5; -z 1, -C 1, -t 1, -m 1 are accepted on mpi.
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "collkit_bench_cli_flags.json").string();
+  std::filesystem::remove(path);
+  const Result r = run(bench(2,
+                             "--collective all_reduce --algorithm ring -b 1K -e 1K -n 2 -z 1 -C 1 "
+                             "-t 1 -m 1 -p 0 -N 1 -R 0 --json " +
+                                 path));
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("warmup iters: 5 "), std::string::npos) << r.output;
+  // Device lines with nccl-tests' fields (Rank, Group, Pid, on HOST).
+  EXPECT_NE(r.output.find("#  Rank  0 Group  0 Pid "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("#  Rank  1 Group  0 Pid "), std::string::npos) << r.output;
+  EXPECT_EQ(read_report(path).extra["warmup"], 5);
+  std::filesystem::remove(path);
+}
+
+// The memory a size needs is computed before anything is allocated: all_reduce
+// ring on one rank holds input, output and the check's expected values, 3 x
+// 1 GiB, more than the (stated) 2 GiB of this host.
+TEST_F(BenchCliTest, SizeThatCannotFitIsAUsageError) {
+  const Result r = run("env COLLKIT_HOST_MEMORY=2147483648 " COLLKIT_BINARY
+                       " bench --backend mpi --collective all_reduce --algorithm ring -b 1G -e 1G");
+  EXPECT_EQ(r.rc, 2) << r.output;
+  EXPECT_EQ(r.output,
+            "collkit: error: -b/-e 1073741824: needs 3.0 GiB per rank and 3.0 GiB in all (1 "
+            "ranks, 1 on this host: 3.0 GiB); this host has 2.0 GiB of memory available. "
+            "Largest: all_reduce ring at 1073741824 bytes (float, out of place): buffers 2.0 GiB, "
+            "scratch 0 B, temp 0 B, expected values 1.0 GiB\n");
+  // Under mpirun: 2 ranks on this host need twice that.
+  const Result two =
+      run("env COLLKIT_HOST_MEMORY=4294967296 " + bench(2,
+                                                        "--collective all_reduce "
+                                                        "--algorithm ring -b 1G -e 1G"));
+  EXPECT_EQ(two.rc, 2) << two.output;
+  EXPECT_EQ(occurrences(two.output, "collkit: error: -b/-e 1073741824: needs "), 1) << two.output;
+  EXPECT_NE(two.output.find("2 ranks, 2 on this host"), std::string::npos) << two.output;
+  EXPECT_EQ(occurrences(two.output, "MPI_ABORT"), 0) << two.output;
+}
+
 TEST_F(BenchCliTest, RootOutOfRange) {
   expect_usage_error(bench(2, "--collective broadcast -r 2"),
                      "-r 2: root is out of range for 2 ranks (valid: 0..1)");
@@ -87,8 +158,10 @@ TEST_F(BenchCliTest, UnknownNames) {
   expect_usage_error(bench(2, "--collective all_reduce --algorithm ring,nope"),
                      "unknown algorithm 'nope' for all_reduce");
   expect_usage_error(bench(2, "--collective all_reduce -d float33"), "unknown data type");
-  expect_usage_error(bench(2, "--collective all_reduce -n x"), "-n 'x': expected an integer");
-  expect_usage_error(bench(2, "--collective all_reduce -T x"), "-T 'x': expected an integer");
+  expect_usage_error(bench(2, "--collective all_reduce -n x"),
+                     "-n 'x': expected a positive integer");
+  expect_usage_error(bench(2, "--collective all_reduce -T x"),
+                     "-T 'x': expected a non-negative integer");
   expect_usage_error(bench(2, "--collective all_reduce -g 4"),
                      "-g/--ranks 4: only --backend cuda takes a rank count");
   expect_usage_error("mpirun --oversubscribe -np 2 " COLLKIT_BINARY

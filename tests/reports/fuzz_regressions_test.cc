@@ -36,7 +36,7 @@ TEST(FuzzRegressions, CommittedInputsLoadOrThrowFileError) {
 // hold (47.9E9998); the reader let it escape.
 TEST(FuzzRegressions, JsonNumberOverflow) {
   expect_file_error([] { parse_report(R"({"collkit_version": 47.9E9998})", "r.json"); },
-                    {"r.json", "invalid JSON", "number overflow"});
+                    {"r.json", "malformed JSON", "number overflow"});
 }
 
 }  // namespace

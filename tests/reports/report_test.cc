@@ -120,8 +120,8 @@ TEST(Report, ReaderNamesTheMissingOrIllTypedField) {
   EXPECT_EQ(read_error([](Json& j) { j["mode"] = "guess"; }),
             "m.json: mode: unknown mode 'guess'; valid: simulate, measure");
   EXPECT_EQ(read_error([](Json& j) {
-              j["dtype"] = "fp32";
-            }).rfind("m.json: dtype: unknown data type 'fp32'", 0),
+              j["dtype"] = "fp8";
+            }).rfind("m.json: dtype: unknown data type 'fp8'", 0),
             0u);
   EXPECT_EQ(read_error([](Json& j) { j.erase("topology"); }), "m.json: topology: missing");
   EXPECT_EQ(read_error([](Json& j) { j["topology"].erase("sha256"); }),
@@ -159,7 +159,7 @@ TEST(Report, ReadReportNamesTheFile) {
     read_report(bad);
     FAIL();
   } catch (const FileError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind(bad + ": invalid JSON:", 0), 0u) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind(bad + ": malformed JSON:", 0), 0u) << e.what();
   }
   try {
     read_report((dir / "absent.json").string());

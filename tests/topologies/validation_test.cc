@@ -128,6 +128,19 @@ TEST(Validation, DisconnectedGraphNamesAnUnreachableRank) {
                {"bad.json: links:", "disconnected", "rank 2", "\"g2\"", "rank 0"});
 }
 
+TEST(Validation, OneWayLinksNameTheDirectionThatIsMissing) {
+  // g0 -> g1 only: g1 is reached from rank 0 but cannot reach it.
+  expect_error(R"({"nodes": [{"id": "g0"}, {"id": "g1"}],
+                   "links": [{"a": "g0", "b": "g1", "bandwidth_gbps": 1, "directed": true}]})",
+               {"bad.json: links: the graph is disconnected: rank 1 (node \"g1\") cannot reach "
+                "rank 0 (node \"g0\")"});
+  // g1 -> g0 only: rank 0 cannot reach g1.
+  expect_error(R"({"nodes": [{"id": "g0"}, {"id": "g1"}],
+                   "links": [{"a": "g1", "b": "g0", "bandwidth_gbps": 1, "directed": true}]})",
+               {"bad.json: links: the graph is disconnected: rank 1 (node \"g1\") cannot be "
+                "reached from rank 0 (node \"g0\")"});
+}
+
 TEST(Validation, MoreRanksThanEndpoints) {
   expect_error(R"({"generator": {"kind": "switch", "ranks": 16, "bandwidth_gbps": 1}})",
                {"--ranks", "20", "16 endpoints"}, 20);
