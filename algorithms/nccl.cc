@@ -252,23 +252,32 @@ std::vector<int> first_lanes(const ChannelPlan& plan) {
   return first;
 }
 
+// Ring i's move of the block owned `back` positions before `rank`'s
+// (rank sends it on) and of the one before that (rank receives it), in the
+// channels of ring i, within `buf`.
+RingMove owner_block_move(const ChannelPlan& plan, const Partition& part,
+                          const std::vector<int>& first, int rank, int i, int back, Buf buf,
+                          Combine combine) {
+  const int p = part.p;
+  const ChannelPlan::Ring& ring = plan.rings[static_cast<std::size_t>(i)];
+  const int pos = ring.position[rank];
+  const int f = first[static_cast<std::size_t>(i)];
+  const int channels = plan.channels();
+  return RingMove{
+      block_part(part, ring.order[mod(pos - back, p)], channels, f, ring.lanes, buf, 0),
+      block_part(part, ring.order[mod(pos - back - 1, p)], channels, f, ring.lanes, buf, 0),
+      combine};
+}
+
 Generator<Step> ring_all_gather(ScheduleSpec spec, int rank) {
   const int p = spec.ranks;
   const Partition part{spec.count, p};
   co_yield copy_step({Buf::input, 0, part.size(rank)},
                      {Buf::output, part.offset(rank), part.size(rank)});
   if (p == 1) co_return;
-  const ChannelPlan& plan = *spec.plan;
-  const int channels = plan.channels();
-  const std::vector<int> first = first_lanes(plan);
+  const std::vector<int> first = first_lanes(*spec.plan);
   const auto move = [&](int k, int i) {
-    const ChannelPlan::Ring& ring = plan.rings[static_cast<std::size_t>(i)];
-    const int pos = ring.position[rank];
-    const int f = first[static_cast<std::size_t>(i)];
-    return RingMove{
-        block_part(part, ring.order[mod(pos - k, p)], channels, f, ring.lanes, Buf::output, 0),
-        block_part(part, ring.order[mod(pos - k - 1, p)], channels, f, ring.lanes, Buf::output, 0),
-        Combine::copy};
+    return owner_block_move(*spec.plan, part, first, rank, i, k, Buf::output, Combine::copy);
   };
   auto rounds = ring_rounds(spec, rank, p - 1, move);
   while (rounds.next()) co_yield std::move(rounds.value());
@@ -280,17 +289,11 @@ Generator<Step> ring_reduce_scatter(ScheduleSpec spec, int rank) {
   const int p = spec.ranks;
   const Partition part{spec.count, p};
   co_yield copy_step({Buf::input, 0, spec.count}, {Buf::scratch, 0, spec.count});
-  const ChannelPlan& plan = *spec.plan;
-  const int channels = plan.channels();
-  const std::vector<int> first = first_lanes(plan);
+  const std::vector<int> first = first_lanes(*spec.plan);
+  // Position q's block starts one position on: step k moves the block of
+  // position pos - 1 - k.
   const auto move = [&](int k, int i) {
-    const ChannelPlan::Ring& ring = plan.rings[static_cast<std::size_t>(i)];
-    const int pos = ring.position[rank];
-    const int f = first[static_cast<std::size_t>(i)];
-    return RingMove{
-        block_part(part, ring.order[mod(pos - 1 - k, p)], channels, f, ring.lanes, Buf::scratch, 0),
-        block_part(part, ring.order[mod(pos - 2 - k, p)], channels, f, ring.lanes, Buf::scratch, 0),
-        Combine::reduce};
+    return owner_block_move(*spec.plan, part, first, rank, i, k + 1, Buf::scratch, Combine::reduce);
   };
   if (p > 1) {
     auto rounds = ring_rounds(spec, rank, p - 1, move);

@@ -541,13 +541,9 @@ class NcclBackend final : public MpiBackendBase {
 };
 #endif  // COLLKIT_HAVE_NCCL_BACKEND
 
-// Every check that needs no MPI, before MPI starts: a usage error is one
-// line from rank 0 (the others exit quietly) and exit code 2, with no
-// MPI_Abort banner. What needs the rank count is checked here when the
-// launcher's environment gives it, else again after MPI_Init.
-BenchConfig check_before_mpi(const BenchArgs& args, const LaunchEnv& env) {
-  BenchConfig cfg = parse_config(args, env.size);
-  FaultInjector::from_environment();
+// A backend this process can run under mpirun: cuda never (one process
+// drives every rank), nccl only in a build with it and with a device.
+void check_backend_runs_here(const BenchConfig& cfg) {
   if (cfg.backend == Backend::cuda)
     throw UsageError("--backend cuda is one process driving every rank: run it without mpirun");
 #ifdef COLLKIT_HAVE_NCCL_BACKEND
@@ -561,6 +557,16 @@ BenchConfig check_before_mpi(const BenchArgs& args, const LaunchEnv& env) {
         "--backend 'nccl' is not available in this build (it needs CUDA, NCCL and MPI; "
         "configure with COLLKIT_WITH_CUDA=ON, COLLKIT_WITH_MPI=ON and NCCL installed)");
 #endif
+}
+
+// Every check that needs no MPI, before MPI starts: a usage error is one
+// line from rank 0 (the others exit quietly) and exit code 2, with no
+// MPI_Abort banner. What needs the rank count is checked here when the
+// launcher's environment gives it, else again after MPI_Init.
+BenchConfig check_before_mpi(const BenchArgs& args, const LaunchEnv& env) {
+  BenchConfig cfg = parse_config(args, env.size);
+  FaultInjector::from_environment();
+  check_backend_runs_here(cfg);
   if (env.rank == 0 && !cfg.json_path.empty()) check_writable(cfg.json_path);
   const int local_size = env.local_size > 0 ? env.local_size : env.size;
   if (env.size > 0 && cfg.backend == Backend::mpi) check_host_memory(cfg, env.size, local_size);
@@ -609,19 +615,7 @@ void run_mpi_bench(const BenchArgs& args, const BenchSinkFactory& make_sink) {
   try {
     cfg = parse_config(args, ranks);
     faults = FaultInjector::from_environment();
-    if (cfg.backend == Backend::cuda)
-      throw UsageError("--backend cuda is one process driving every rank: run it without mpirun");
-#ifdef COLLKIT_HAVE_NCCL_BACKEND
-    if (cfg.backend == Backend::nccl) {
-      const std::string problem = cuda_device_problem();
-      if (!problem.empty()) throw UsageError(problem);
-    }
-#else
-    if (cfg.backend == Backend::nccl)
-      throw UsageError(
-          "--backend 'nccl' is not available in this build (it needs CUDA, NCCL and MPI; "
-          "configure with COLLKIT_WITH_CUDA=ON, COLLKIT_WITH_MPI=ON and NCCL installed)");
-#endif
+    check_backend_runs_here(cfg);
     if (rank == 0 && !cfg.json_path.empty()) check_writable(cfg.json_path);
     if (env.local_size == 0) {
       MPI_Comm host;
