@@ -32,7 +32,9 @@ namespace {
 const fs::path kRoot = COLLKIT_SOURCE_DIR;
 
 // The documents whose every session is checked.
-const char* const kDocuments[] = {"README.md", "docs/PLANNER.md"};
+const char* const kDocuments[] = {"README.md",     "docs/PLANNER.md",    "docs/BENCH.md",
+                                  "docs/MSCCL.md", "docs/NCCL_TESTS.md", "docs/SCHEDULE.md",
+                                  "docs/TUNER.md"};
 
 // Commands shown but not run here, by prefix, with the reason.
 struct NotRun {
@@ -86,10 +88,17 @@ std::vector<Example> examples(const std::string& doc) {
       cur = &out.back();
       int depth = 0;
       for (char c : cur->command) depth += c == '(' ? 1 : c == ')' ? -1 : 0;
-      while (depth > 0 && i + 1 < lines.size()) {
+      // A command continues while a parenthesis is open or its line ends
+      // in a backslash (the shell's continuation).
+      const auto continues = [](const std::string& line) {
+        return !line.empty() && line.back() == '\\';
+      };
+      bool more = continues(cur->command);
+      while ((depth > 0 || more) && i + 1 < lines.size()) {
         const std::string& next = lines[++i];
         cur->command += "\n" + next;
         for (char c : next) depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+        more = continues(next);
       }
     } else if (cur) {
       cur->shown.push_back(l);
