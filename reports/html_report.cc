@@ -236,6 +236,17 @@ std::string render_svg(const ChartGroup& g, ChartKind kind) {
                       (p.in_place ? ", in-place" : "") + "), busbw " + exact(p.busbw_gbps) +
                       " GB/s, time " + exact(p.time_us) + " us");
       const double x = f.x(p.bytes), y = f.y(value_of(p, kind));
+      if (p.wrong > 0) {
+        // A failed check: a red cross, titled with the count.
+        const std::string r = fixed(radius + 1, 2);
+        o += "<path class=\"failed\" d=\"M" + fixed(x, 2) + " " + fixed(y, 2) + " m-" + r + " -" +
+             r + " l" + fixed(2 * (radius + 1), 2) + " " + fixed(2 * (radius + 1), 2) + " m0 -" +
+             fixed(2 * (radius + 1), 2) + " l-" + fixed(2 * (radius + 1), 2) + " " +
+             fixed(2 * (radius + 1), 2) + "\" stroke=\"#d00\" stroke-width=\"2.5\"><title>" +
+             title + ", FAILED its check: " + std::to_string(p.wrong) +
+             " wrong elements</title></path>\n";
+        continue;
+      }
       if (square)
         o += "<rect x=\"" + fixed(x - radius, 2) + "\" y=\"" + fixed(y - radius, 2) +
              "\" width=\"" + fixed(2 * radius, 2) + "\" height=\"" + fixed(2 * radius, 2) +
@@ -482,7 +493,7 @@ std::vector<ChartGroup> build_chart_groups(const std::vector<NamedReport>& input
       }
       auto p = std::find_if(it->points.begin(), it->points.end(),
                             [&](const ChartPoint& q) { return q.bytes == r.bytes; });
-      const ChartPoint point{r.bytes, r.time_us, r.busbw_gbps, r.in_place};
+      const ChartPoint point{r.bytes, r.time_us, r.busbw_gbps, r.in_place, r.wrong};
       if (p == it->points.end())
         it->points.push_back(point);
       else if (p->in_place && !r.in_place)
@@ -582,6 +593,11 @@ std::string render_html_report(const std::vector<NamedReport>& inputs) {
         if (r.extra.contains(key) && r.extra[key].is_string())
           desc += label + r.extra[key].get<std::string>();
     }
+    std::int64_t failed = 0;
+    for (const ResultRow& row : r.results) failed += row.wrong > 0 ? 1 : 0;
+    if (failed > 0)
+      desc += "; " + std::to_string(failed) + " row(s) FAILED their check (#wrong > 0): drawn " +
+              "as red crosses, left out of compare and calibrate";
     o += "<li>" + html_escape(desc) + "</li>\n";
   }
   o += "</ul>\n";

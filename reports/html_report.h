@@ -25,6 +25,10 @@ struct ChartPoint {
   double time_us = 0;
   double busbw_gbps = 0;
   bool in_place = false;
+  // Mismatching elements the run's check found (-1 = not checked): a row
+  // with wrong > 0 failed its check and is drawn as a red cross (its time
+  // is not the collective's).
+  std::int64_t wrong = -1;
 };
 
 // One line of a chart: an algorithm of one input file. Colour follows the

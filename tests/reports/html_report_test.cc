@@ -395,5 +395,20 @@ TEST(HtmlReport, LegendTogglesEverySeries) {
   EXPECT_LT(html.find("#t0-0:not(:checked)"), html.find("</head>"));
 }
 
+// A measured row that failed its check (#wrong > 0) is a red cross titled
+// with its count, not a point, and the input's line says how many failed;
+// rows that passed stay ordinary points.
+TEST(HtmlReport, FailedRowsAreMarked) {
+  Report m = measured();
+  m.results[1].wrong = 3;  // the out-of-place 1 KiB row: the one plotted
+  const std::string page = render_html_report({{"m.json", m}});
+  EXPECT_EQ(count(page, "class=\"failed\""), 2u) << "one cross per chart (busbw, time)";
+  EXPECT_NE(page.find("FAILED its check: 3 wrong elements"), std::string::npos);
+  EXPECT_NE(page.find("1 row(s) FAILED their check (#wrong &gt; 0)"), std::string::npos);
+  const std::string clean = render_html_report({{"m.json", measured()}});
+  EXPECT_EQ(count(clean, "class=\"failed\""), 0u);
+  EXPECT_EQ(clean.find("FAILED their check"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace collkit
