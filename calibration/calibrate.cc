@@ -313,9 +313,7 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
           // NCCL's own choice (or a named nccl variant), made on the base as
           // the simulator makes it: plan, protocol, channels.
           if (!nccl_ctx) nccl_ctx = nccl_context(base, p);
-          const std::size_t colon = algorithm->find(':');
-          std::string variant = colon == std::string::npos ? "" : algorithm->substr(colon + 1);
-          if (variant == "auto") variant.clear();
+          const std::string variant = nccl_variant(*algorithm);
           const NcclChoice choice =
               nccl_choose(*nccl_ctx, spec.collective, spec.count * spec.elem_size, dtype,
                           row.op.value_or(r.op), variant);

@@ -109,9 +109,7 @@ void add_schedule_command(CLI::App& app) {
       const RedOp op = parse_red_op(a->op);
       const std::unique_ptr<Topology> topology = load_topology(a->topology, ranks);
       const NcclContext ctx = nccl_context(*topology, ranks);
-      const std::size_t colon = a->algorithm.find(':');
-      std::string variant = colon == std::string::npos ? "" : a->algorithm.substr(colon + 1);
-      if (variant == "auto") variant.clear();
+      const std::string variant = nccl_variant(a->algorithm);
       const NcclChoice choice =
           nccl_choose(ctx, spec.collective, spec.count * spec.elem_size, type, op, variant);
       schedule = make_schedule(nccl_schedule_spec(spec, ctx, choice, *topology));

@@ -68,12 +68,17 @@ bool is_nccl_algorithm(const std::string& name) {
   return name == "nccl" || name.rfind("nccl:", 0) == 0;
 }
 
+std::string nccl_variant(const std::string& name) {
+  const std::size_t colon = name.find(':');
+  std::string variant = colon == std::string::npos ? std::string() : name.substr(colon + 1);
+  if (variant == "auto") variant.clear();
+  return variant;
+}
+
 bool nccl_applies(const NcclContext& ctx, Collective c, const std::string& algorithm, DataType type,
                   RedOp op) {
   if (!is_nccl_algorithm(algorithm)) return false;
-  const std::size_t colon = algorithm.find(':');
-  std::string variant = colon == std::string::npos ? std::string() : algorithm.substr(colon + 1);
-  if (variant == "auto") variant.clear();
+  const std::string variant = nccl_variant(algorithm);
   for (const char* v : {"ring", "tree", "nvls", "nvls_tree", "p2p"}) {
     if (!variant.empty() && variant != v) continue;
     for (Protocol pr : kAllProtocols)

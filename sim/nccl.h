@@ -76,6 +76,9 @@ std::string describe(const NcclChoice& choice);
 
 // True for "nccl" and "nccl:<variant>".
 bool is_nccl_algorithm(const std::string& name);
+// The variant a nccl name pins ("nccl:ring" -> "ring"); "" for NCCL's own
+// choice ("nccl", "nccl:auto").
+std::string nccl_variant(const std::string& name);
 
 // Whether NCCL runs `algorithm` ("nccl" or "nccl:<variant>") for this
 // collective, type and op on the context's machine at all (nccl:nvls needs

@@ -54,12 +54,8 @@ std::vector<SweepPoint> simulate_sweep(const SweepSpec& spec, const Topology& to
   std::optional<NcclContext> ctx;
   if (any_nccl) ctx = nccl_context(topology, sweep.ranks);
   const auto choose = [&](const ScheduleSpec& spec) {
-    const std::size_t colon = spec.algorithm.find(':');
-    std::string variant =
-        colon == std::string::npos ? std::string() : spec.algorithm.substr(colon + 1);
-    if (variant == "auto") variant.clear();
     return nccl_choose(*ctx, spec.collective, spec.count * spec.elem_size, sweep.dtype, sweep.op,
-                       variant);
+                       nccl_variant(spec.algorithm));
   };
   if (any_nccl) {
     // Fail before the sweep when a named variant does not apply here at all.
