@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -86,6 +87,19 @@ TEST_F(PipelineTest, MeasureCalibrateSimulateCompareReport) {
     const Report m = read_report((dir_ / ("m-" + c + ".json")).string());
     EXPECT_EQ(m.mode, ReportMode::measure);
     EXPECT_EQ(m.ranks, 4);
+  }
+
+  // The plain collkit commands below never start MPI: under the asan-mpi test
+  // preset they get the fast unwinder back (the slow one, which LeakSanitizer
+  // needs only to match Open MPI's frames, made calibrate alone take minutes;
+  // docs/QUALITY.md).
+  if (const char* asan = std::getenv("ASAN_OPTIONS")) {
+    std::string options = asan;
+    const std::string slow = "fast_unwind_on_malloc=0";
+    if (const auto at = options.find(slow); at != std::string::npos) {
+      options.replace(at, slow.size(), "fast_unwind_on_malloc=1");
+      ::setenv("ASAN_OPTIONS", options.c_str(), 1);
+    }
   }
 
   // 2. Calibrate from a base that is deliberately far off: the shipped host
