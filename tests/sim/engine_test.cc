@@ -508,5 +508,76 @@ TEST(SimEngine, RunsAreBitIdentical) {
   EXPECT_GE(run(s, topo, NetModel::flow).time, run(s, topo, NetModel::alpha_beta).time);
 }
 
+// Many posts waiting at one receiver (more than the engine's short list
+// holds, so it indexes them by pair): every pair must still match oldest
+// first. Each message has its own count, so a match out of order would be a
+// size mismatch. Both orders (receives waiting for sends; sends, eager or
+// not, waiting for receives) and a second phase after the queue drained.
+TEST(SimEngine, ManyWaitingPostsMatchInOrderPerPair) {
+  constexpr int kSenders = 4;
+  constexpr int kEach = 40;
+  const auto count = [](int sender, int k) { return std::int64_t{sender} * 1000 + k + 1; };
+  for (const bool pipelined : {false, true}) {
+    EndpointProps ep;
+    ep.pipelined = pipelined;
+    const FullyConnected topo(kSenders + 1, 1, 1e-6, ep);
+    // Receives first: rank 0 (advanced first) posts every receive in one
+    // step, senders interleaved; senders 1..4 then send theirs.
+    HandSchedule recv_first(kSenders + 1);
+    std::vector<Op> receives;
+    for (int k = 0; k < kEach; ++k)
+      for (int s = 1; s <= kSenders; ++s) receives.push_back(recv_op(s, in(count(s, k))));
+    recv_first.add(0, receives);
+    for (int s = 1; s <= kSenders; ++s) {
+      std::vector<Op> sends;
+      for (int k = 0; k < kEach; ++k) sends.push_back(send_op(0, in(count(s, k))));
+      recv_first.add(s, sends);
+    }
+    // Sends first: ranks 0..3 send to rank 4 in one step each; rank 4 then
+    // receives sender by sender, last sender first, one receive a step;
+    // then a second, short phase of one message per sender.
+    HandSchedule send_first(kSenders + 1);
+    for (int s = 0; s < kSenders; ++s) {
+      std::vector<Op> sends;
+      for (int k = 0; k < kEach; ++k) sends.push_back(send_op(kSenders, in(count(s + 1, k))));
+      send_first.add(s, sends);
+      send_first.add(s, {send_op(kSenders, in(7))});
+    }
+    for (int s = kSenders - 1; s >= 0; --s)
+      for (int k = 0; k < kEach; ++k) send_first.add(kSenders, {recv_op(s, in(count(s + 1, k)))});
+    for (int s = 0; s < kSenders; ++s) send_first.add(kSenders, {recv_op(s, in(7))});
+    for (NetModel m : kModels) {
+      EXPECT_GT(run(recv_first, topo, m).time, 0) << pipelined;
+      EXPECT_GT(run(send_first, topo, m).time, 0) << pipelined;
+    }
+  }
+}
+
+// The deadlock report of a long queue names the stuck pair, the same as a
+// short one.
+TEST(SimEngine, DeadlockWithManyWaitingPostsNamesThePair) {
+  const FullyConnected topo(3, 1, 0);
+  HandSchedule s(3);
+  std::vector<Op> receives;
+  for (int k = 0; k < 30; ++k) receives.push_back(recv_op(1, in(k + 1)));
+  receives.push_back(recv_op(2, in(5)));
+  s.add(0, receives);
+  std::vector<Op> sends;
+  for (int k = 0; k < 29; ++k) sends.push_back(send_op(0, in(k + 1)));  // one short
+  s.add(1, sends);
+  s.add(2, {send_op(0, in(5))});
+  for (NetModel m : kModels) {
+    try {
+      run(s, topo, m);
+      FAIL() << "expected a ScheduleError";
+    } catch (const ScheduleError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("1 rank(s) cannot finish"), std::string::npos) << what;
+      EXPECT_NE(what.find("rank 0 receives from 1 (30 elements, unmatched)"), std::string::npos)
+          << what;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace collkit
