@@ -53,16 +53,19 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-t,--nthreads", a->threads,
                   "nccl-tests' threads per process: 1 only (one thread per process)");
   cmd->add_option("-m,--agg_iters", a->agg_iters,
-                  "nccl-tests' operations aggregated per iteration: 1 only (docs/BENCH.md)");
+                  "Collectives per timed iteration, NCCL's own in one group (nccl, cuda) (1)");
   cmd->add_option("-z,--blocking", a->blocking,
-                  "1: wait for each collective before the next (nccl; mpi always does) (0)");
+                  "1: wait for each collective before the next (nccl, cuda; mpi always does) (0)");
   cmd->add_option("-p,--parallel_init", a->parallel_init,
                   "nccl-tests' parallel communicator init: 0 only (one thread per process)");
-  cmd->add_option("-N,--run_cycles", a->cycles, "nccl-tests' run cycles: 1 only (1)");
+  cmd->add_option("-N,--run_cycles", a->cycles,
+                  "Run the whole bench this many times, 0 = until interrupted (1); not with "
+                  "--json or -J");
   cmd->add_option("-C,--report_cputime", a->cputime,
-                  "1: CPU time (mpi: its times are host wall-clock times either way) (0)");
+                  "1: CPU time instead of GPU event time (mpi: host wall-clock times either way) "
+                  "(0)");
   cmd->add_option("-R,--local_register", a->local_register,
-                  "nccl-tests' buffer registration: 0 only (0)");
+                  "1: register buffers with NCCL, ncclCommRegister (nccl, cuda native) (0)");
   cmd->add_option("--json", a->json_path, "Write the report (JSON) here, atomically");
   // -J is nccl-tests' own flag: the nccl-tests JSON schema, one file per
   // algorithm (reports/nccl_tests.h). Kept out of BenchArgs: realrun knows
@@ -78,6 +81,7 @@ void add_bench_command(CLI::App& app) {
   cmd->allow_extras();
   cmd->callback([a, cmd, nccl_tests_json] {
     a->extras = cmd->remaining();
+    if (!nccl_tests_json->empty()) a->other_outputs.emplace_back("-J", *nccl_tests_json);
     // Output paths are checked before MPI starts, by the process that
     // writes them (rank 0's): one line and exit 2, no MPI_Abort banner.
     if (realrun::launch_environment().rank == 0)

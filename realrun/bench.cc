@@ -346,6 +346,7 @@ class NcclMeasurement final : public Measurement {
     DeviceGuard g(device);
     start_ = std::make_unique<CudaEvent>(device, true);
     stop_ = std::make_unique<CudaEvent>(device, true);
+    if (cfg.local_register == 1) registered_ = register_storage(comm_, rank_.r, plan_);
   }
 
   double time_us(int warmup, int iters, RunContext& ctx, const std::string& what) override {
@@ -360,23 +361,25 @@ class NcclMeasurement final : public Measurement {
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     const auto cpu_start = std::chrono::steady_clock::now();
     CUDA_CHECK(cudaEventRecord(start_->get(), stream_));
+    const int agg = cfg_.agg_iters;
     for (int i = 0; i < iters; ++i) {
       ctx.before_run();
-      enqueue();
+      enqueue_aggregated(agg);
       // -z 1: the host waits for each collective, as nccl-tests' blocking mode.
       if (cfg_.blocking) CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
     CUDA_CHECK(cudaEventRecord(stop_->get(), stream_));
     CUDA_CHECK(cudaEventSynchronize(stop_->get()));
+    const double runs = static_cast<double>(iters) * agg;
     if (cfg_.cputime) {
       // -C 1: the host's time from the first launch to the last completion.
       const std::chrono::duration<double, std::micro> us =
           std::chrono::steady_clock::now() - cpu_start;
-      return us.count() / iters;
+      return us.count() / runs;
     }
     float ms = 0;
     CUDA_CHECK(cudaEventElapsedTime(&ms, start_->get(), stop_->get()));
-    return static_cast<double>(ms) * 1e3 / iters;
+    return static_cast<double>(ms) * 1e3 / runs;
   }
 
   std::int64_t check(std::int64_t iter, RunContext& ctx, const std::string& what) override {
@@ -391,6 +394,28 @@ class NcclMeasurement final : public Measurement {
   }
 
  private:
+  // -m n: one timed iteration. NCCL's own collectives go in one group, as
+  // nccl-tests aggregates them, their finishing kernels (avg) after it; a
+  // schedule's runs one after another (their steps are groups already).
+  void enqueue_aggregated(int n) {
+    if (n == 1) {
+      enqueue();
+      return;
+    }
+    if (native_) {
+      NCCL_CHECK(ncclGroupStart());
+      for (int k = 0; k < n; ++k)
+        nccl_native_enqueue(plan_.collective, comm_, plan_.rank, plan_.ranks, cfg_.root, count_,
+                            plan_.type, plan_.op, rank_.r.input(), rank_.r.output(), stream_);
+      NCCL_CHECK(ncclGroupEnd());
+      for (int k = 0; k < n; ++k)
+        nccl_native_finish(plan_.collective, plan_.rank, plan_.ranks, cfg_.root, count_, plan_.type,
+                           plan_.op, rank_.r.output(), stream_);
+      return;
+    }
+    for (int k = 0; k < n; ++k) enqueue();
+  }
+
   // One run of the collective, enqueued on the stream.
   void enqueue() {
     const AreaBases& b = rank_.r.bases();
@@ -455,6 +480,9 @@ class NcclMeasurement final : public Measurement {
   const BenchConfig& cfg_;
   Holder rank_;
   DeviceBuffer dummy_;
+  // -R 1: the rank's input and output storage registered with NCCL; after
+  // rank_, so deregistered before its buffers are freed.
+  std::vector<std::unique_ptr<NcclRegistration>> registered_;
   std::int64_t count_;
   std::unique_ptr<CudaEvent> start_, stop_;
 };
@@ -577,7 +605,8 @@ BenchConfig check_before_mpi(const BenchArgs& args, const LaunchEnv& env) {
     const int device = local_rank() % devices;
     const int sharing = (local_size - device + devices - 1) / devices;
     const DeviceInfo info = device_info(device);
-    check_device_memory(cfg, env.size, sharing, static_cast<std::int64_t>(info.memory_bytes),
+    check_device_memory(cfg, env.size, sharing, device_free_memory(device),
+                        static_cast<std::int64_t>(info.memory_bytes),
                         "device " + std::to_string(device) + " (" + info.name + ")");
   }
 #endif

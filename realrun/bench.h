@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace collkit::realrun {
@@ -47,6 +48,9 @@ struct BenchArgs {
   std::string cputime = "0";         // -C: report CPU time instead of GPU time
   std::string local_register = "0";  // -R: register buffers with NCCL
   std::vector<std::string> extras;   // arguments the command line did not recognise
+  // Report files the sink writes besides --json (flag, path), for checks
+  // that concern every output file (-N).
+  std::vector<std::pair<std::string, std::string>> other_outputs;
 };
 
 // Where the figures go (realrun/harness.h); made once, on the printing

@@ -75,32 +75,34 @@ BenchConfig parse_config(const BenchArgs& a, int ranks) {
     throw UsageError("-p " + a.parallel_init +
                      ": parallel initialisation of the -t threads' communicators has no meaning "
                      "with one thread per process");
-  if (parse_int("-m", a.agg_iters, 1, 1 << 20) != 1)
-    throw UsageError(
-        "-m " + a.agg_iters +
-        (cfg.backend == Backend::mpi
-             ? ": aggregating operations into one group launch has no meaning for " + backend +
-                   " (MPI has no group launch)"
-             : ": aggregated launches (ncclGroupStart/End around -m operations) are not "
-               "implemented by " +
-                   backend));
+  cfg.agg_iters = parse_int("-m", a.agg_iters, 1, 1 << 20);
+  if (cfg.agg_iters != 1 && cfg.backend == Backend::mpi)
+    throw UsageError("-m " + a.agg_iters +
+                     ": aggregating operations into one group launch has no meaning for " +
+                     backend + " (MPI has no group launch)");
   cfg.blocking = parse_int("-z", a.blocking, 0, 1) == 1;
-  if (cfg.blocking && cfg.backend == Backend::cuda)
-    throw UsageError("-z 1: blocking collectives are not implemented by " + backend);
-  if (parse_int("-N", a.cycles, 0, 1 << 30) != 1)
-    throw UsageError("-N " + a.cycles +
-                     ": repeated cycles are not implemented by collkit bench (run the command "
-                     "again; each run's --json is one cycle)");
+  cfg.cycles = parse_int("-N", a.cycles, 0, 1 << 30);
+  if (cfg.cycles != 1) {
+    // -N repeats every row; a report file holds each row once.
+    std::vector<std::pair<std::string, std::string>> files = a.other_outputs;
+    if (!a.json_path.empty()) files.emplace(files.begin(), "--json", a.json_path);
+    if (!files.empty())
+      throw UsageError("-N " + a.cycles + " with " + files.front().first + " " +
+                       files.front().second +
+                       ": a report holds one measurement per row; write one report per run "
+                       "(run the command once per cycle) or drop " +
+                       files.front().first);
+  }
   cfg.cputime = parse_int("-C", a.cputime, 0, 1) == 1;
-  if (cfg.cputime && cfg.backend == Backend::cuda)
-    throw UsageError("-C 1: CPU timing is not implemented by " + backend +
-                     " (its times are GPU event times)");
-  if (parse_int("-R", a.local_register, 0, 2) != 0)
+  cfg.local_register = parse_int("-R", a.local_register, 0, 2);
+  if (cfg.local_register != 0 && cfg.backend == Backend::mpi)
+    throw UsageError("-R " + a.local_register +
+                     ": registering buffers with NCCL has no meaning for " + backend);
+  if (cfg.local_register == 2)
     throw UsageError(
-        "-R " + a.local_register +
-        (cfg.backend == Backend::mpi
-             ? ": registering buffers with NCCL has no meaning for " + backend
-             : ": buffer registration (ncclCommRegister) is not implemented by " + backend));
+        "-R 2: symmetric registration (ncclCommWindowRegister) needs buffers from "
+        "ncclMemAlloc, and collkit bench allocates its buffers with cudaMalloc; "
+        "use -R 1 (ncclCommRegister)");
   if (cfg.backend != Backend::cuda && !a.ranks.empty())
     throw UsageError("-g/--ranks " + a.ranks + ": only --backend cuda takes a rank count (under " +
                      "mpirun the rank count is -np)");
@@ -172,6 +174,12 @@ BenchConfig parse_config(const BenchArgs& a, int ranks) {
   for (const std::string& n : names)
     if (std::find(cfg.algorithms.begin(), cfg.algorithms.end(), n) == cfg.algorithms.end())
       cfg.algorithms.push_back(n);
+  if (cfg.local_register == 1 && cfg.backend == Backend::cuda &&
+      std::find(cfg.algorithms.begin(), cfg.algorithms.end(), kNative) == cfg.algorithms.end())
+    throw UsageError(
+        "-R 1: on --backend cuda only NCCL's own collectives (--algorithm native) "
+        "go through NCCL; collkit's schedules run without it, so registration has "
+        "no meaning for them");
   cfg.json_path = a.json_path;
   return cfg;
 }
@@ -295,8 +303,10 @@ void check_host_memory(const BenchConfig& cfg, int ranks, int ranks_on_host) {
 }
 
 void check_device_memory(const BenchConfig& cfg, int ranks, int ranks_on_device,
-                         std::int64_t device_bytes, const std::string& device_name) {
-  if (cfg.sizes.empty() || cfg.algorithms.empty() || ranks <= 0 || device_bytes <= 0) return;
+                         std::int64_t free_bytes, std::int64_t total_bytes,
+                         const std::string& device_name) {
+  if (cfg.sizes.empty() || cfg.algorithms.empty() || ranks <= 0 || total_bytes <= 0) return;
+  const std::int64_t device_bytes = std::max<std::int64_t>(free_bytes, 0);
   const MemoryNeed need = memory_needed(cfg, ranks);
   const int here = std::max(ranks_on_device, 1);
   const double on_device = static_cast<double>(need.per_rank) * here;
@@ -307,7 +317,8 @@ void check_device_memory(const BenchConfig& cfg, int ranks, int ranks_on_device,
                    gib(static_cast<std::int64_t>(static_cast<double>(need.per_rank) * ranks)) +
                    " in all (" + std::to_string(ranks) + " ranks, " + std::to_string(here) +
                    " on " + device_name + ": " + gib(static_cast<std::int64_t>(on_device)) + "); " +
-                   device_name + " has " + gib(device_bytes) + ". Largest: " + need.detail);
+                   device_name + " has " + gib(device_bytes) + " free of " + gib(total_bytes) +
+                   ". Largest: " + need.detail);
 }
 
 std::uint64_t args_hash(const BenchArgs& a) {
@@ -471,43 +482,46 @@ std::int64_t run_harness(const BenchConfig& cfg, BenchBackend& backend, RunConte
                 std::to_string(backend.first_rank() + backend.ranks_here() - 1);
 
   std::int64_t total_wrong = 0;
-  for (const std::string& algorithm : cfg.algorithms) {
-    if (sink) sink->begin_algorithm(algorithm);
-    std::set<std::string> reasons, oop_reasons;
-    for (DataType type : cfg.dtypes) {
-      for (RedOp op : cfg.ops) {
-        for (std::int64_t bytes : cfg.sizes) {
-          const SizeMapping size = map_size(c, bytes, size_of(type), ranks);
-          BenchFigure figures[2];
-          bool have[2] = {false, false};
-          for (int ip = 0; ip < 2; ++ip) {
-            const bool in_place = ip == 1;
-            std::string na;
-            std::unique_ptr<Measurement> m =
-                backend.prepare(algorithm, size, type, op, in_place, na);
-            if (!m) {
-              (in_place ? reasons : oop_reasons).insert(na);
-              continue;
+  // -N: nccl-tests' run cycles; 0 runs until the process is interrupted.
+  for (int cycle = 1; cfg.cycles == 0 || cycle <= cfg.cycles; ++cycle) {
+    for (const std::string& algorithm : cfg.algorithms) {
+      if (sink) sink->begin_algorithm(algorithm, cycle);
+      std::set<std::string> reasons, oop_reasons;
+      for (DataType type : cfg.dtypes) {
+        for (RedOp op : cfg.ops) {
+          for (std::int64_t bytes : cfg.sizes) {
+            const SizeMapping size = map_size(c, bytes, size_of(type), ranks);
+            BenchFigure figures[2];
+            bool have[2] = {false, false};
+            for (int ip = 0; ip < 2; ++ip) {
+              const bool in_place = ip == 1;
+              std::string na;
+              std::unique_ptr<Measurement> m =
+                  backend.prepare(algorithm, size, type, op, in_place, na);
+              if (!m) {
+                (in_place ? reasons : oop_reasons).insert(na);
+                continue;
+              }
+              const std::string what =
+                  describe_run(cfg, algorithm, size, type, op, in_place, ranks_text);
+              figures[ip].time_us =
+                  backend.combine_time(m->time_us(cfg.warmup, cfg.iters, ctx, what), cfg.average);
+              if (cfg.check > 0) {
+                std::int64_t local = 0;
+                for (int k = 1; k <= cfg.check; ++k) local += m->check(k, ctx, what);
+                figures[ip].wrong = backend.combine_wrong(local);
+              }
+              have[ip] = true;
+              if (figures[ip].wrong > 0) total_wrong += figures[ip].wrong;
             }
-            const std::string what =
-                describe_run(cfg, algorithm, size, type, op, in_place, ranks_text);
-            figures[ip].time_us =
-                backend.combine_time(m->time_us(cfg.warmup, cfg.iters, ctx, what), cfg.average);
-            if (cfg.check > 0) {
-              std::int64_t local = 0;
-              for (int k = 1; k <= cfg.check; ++k) local += m->check(k, ctx, what);
-              figures[ip].wrong = backend.combine_wrong(local);
-            }
-            have[ip] = true;
-            if (figures[ip].wrong > 0) total_wrong += figures[ip].wrong;
+            if (sink)
+              sink->add(type, op, size, have[0] ? &figures[0] : nullptr,
+                        have[1] ? &figures[1] : nullptr);
           }
-          if (sink)
-            sink->add(type, op, size, have[0] ? &figures[0] : nullptr,
-                      have[1] ? &figures[1] : nullptr);
         }
       }
+      if (sink) sink->end_algorithm(oop_reasons, reasons);
     }
-    if (sink) sink->end_algorithm(oop_reasons, reasons);
   }
 
   if (sink) {

@@ -56,6 +56,16 @@ struct BenchConfig {
   // -C: report the host's wall-clock time of the timed loop (until the last
   // run completed) instead of GPU event time (nccl); mpi's times are so.
   bool cputime = false;
+  // -m (nccl, cuda): each timed iteration launches this many collectives,
+  // NCCL's own inside one ncclGroupStart/End (nccl-tests' aggregation);
+  // the time reported is per collective: elapsed / (iters x agg_iters).
+  int agg_iters = 1;
+  // -R 1 (nccl; cuda's native): input and output registered with NCCL
+  // (ncclCommRegister) for the measurement; 2 (symmetric windows) refused.
+  int local_register = 0;
+  // -N: the whole bench (every algorithm, type, op and size) runs this many
+  // times, each cycle's rows printed as they come; 0 = until interrupted.
+  int cycles = 1;
 };
 
 // The backend named by --backend (UsageError listing the valid ones).
@@ -98,10 +108,13 @@ std::int64_t host_memory_bytes();
 void check_host_memory(const BenchConfig& cfg, int ranks, int ranks_on_host);
 
 // The same for one GPU (backends nccl and cuda): `ranks_on_device` ranks'
-// buffers against the device's `device_bytes` of memory (its total: NCCL and
-// the CUDA context need some too, so passing is necessary, not sufficient).
+// buffers against the device's free memory (`free_bytes`, cudaMemGetInfo
+// after this process's context exists: other processes' allocations count;
+// NCCL needs some more, so passing is necessary, not sufficient); the
+// message gives the device's `total_bytes` beside it.
 void check_device_memory(const BenchConfig& cfg, int ranks, int ranks_on_device,
-                         std::int64_t device_bytes, const std::string& device_name);
+                         std::int64_t free_bytes, std::int64_t total_bytes,
+                         const std::string& device_name);
 
 // FNV-1a over every flag's text (ranks started with different flags).
 std::uint64_t args_hash(const BenchArgs& a);
@@ -239,7 +252,8 @@ class BenchSink {
   // backend's (BenchBackend::describe and rank_lines).
   virtual void begin(const BenchConfig& cfg, int ranks, const std::string& title,
                      const std::vector<std::string>& rank_lines) = 0;
-  virtual void begin_algorithm(const std::string& algorithm) = 0;
+  // `cycle` counts from 1 (-N); with cycles == 1 there is only cycle 1.
+  virtual void begin_algorithm(const std::string& algorithm, int cycle) = 0;
   // One size of one (type, op) of the current algorithm; a placement that
   // could not be measured is null.
   virtual void add(DataType type, RedOp op, const SizeMapping& size,

@@ -70,14 +70,19 @@ class BenchReportSink final : public realrun::BenchSink {
     mixed_ = cfg.dtypes.size() > 1 || cfg.ops.size() > 1;
   }
 
-  void begin_algorithm(const std::string& algorithm) override {
+  void begin_algorithm(const std::string& algorithm, int cycle) override {
     algorithm_ = algorithm;
     busbw_sum_ = 0;
     busbw_n_ = 0;
     wrong_ = 0;
-    std::printf("#\n# collkit measure (%s): %s, algorithm %s, %d ranks\n#\n%s",
+    // -N: each cycle's tables say which cycle they are.
+    std::string of_cycles;
+    if (cfg_.cycles != 1)
+      of_cycles = ", cycle " + std::to_string(cycle) + " of " +
+                  (cfg_.cycles == 0 ? std::string("unlimited") : std::to_string(cfg_.cycles));
+    std::printf("#\n# collkit measure (%s): %s, algorithm %s, %d ranks%s\n#\n%s",
                 backend_name_.c_str(), std::string(to_string(cfg_.collective)).c_str(),
-                algorithm.c_str(), ranks_, table_header().c_str());
+                algorithm.c_str(), ranks_, of_cycles.c_str(), table_header().c_str());
     std::fflush(stdout);
   }
 

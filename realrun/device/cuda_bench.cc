@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -47,13 +48,31 @@ class CudaGraph {
   cudaGraphExec_t exec_ = nullptr;
 };
 
+// How the timed loop runs: -G graph launches, -z blocking, -C CPU time.
+struct Timing {
+  int graph_launches = 0;
+  bool blocking = false;
+  bool cputime = false;
+  int agg_iters = 1;       // -m
+  int local_register = 0;  // -R (NCCL's own collectives only)
+  static Timing of(const BenchConfig& cfg) {
+    return Timing{cfg.graph_launches, cfg.blocking, cfg.cputime, cfg.agg_iters, cfg.local_register};
+  }
+};
+
 // The per-rank device buffers and the timing scaffolding shared by the
 // schedule and native measurements.
 class CudaMeasurementBase : public Measurement {
  public:
   CudaMeasurementBase(std::vector<CompiledPlan> plans, const std::vector<int>& rank_device,
-                      int root, std::int64_t count, int graph_launches)
-      : plans_(std::move(plans)), root_(root), count_(count), graph_launches_(graph_launches) {
+                      int root, std::int64_t count, const Timing& timing)
+      : plans_(std::move(plans)),
+        root_(root),
+        count_(count),
+        graph_launches_(timing.graph_launches),
+        blocking_(timing.blocking),
+        cputime_(timing.cputime),
+        agg_(timing.agg_iters) {
     for (std::size_t r = 0; r < plans_.size(); ++r)
       ranks_.push_back(std::make_unique<DeviceRank>(plans_[r], rank_device[r]));
   }
@@ -74,29 +93,35 @@ class CudaMeasurementBase : public Measurement {
       // times; the capture itself is not timed.
       CudaGraph graph;
       capture(main, iters, graph);
+      if (cputime_) CUDA_CHECK(cudaStreamSynchronize(main));  // -C: the host starts the clock
+      const auto cpu_start = std::chrono::steady_clock::now();
       CUDA_CHECK(cudaEventRecord(start_->get(), main));
       for (int l = 0; l < graph_launches_; ++l) {
         for (int i = 0; i < iters; ++i) ctx.before_run();
         CUDA_CHECK(cudaGraphLaunch(graph.exec(), main));
+        // -z 1: the host waits for each launch (a graph cannot hold a host wait).
+        if (blocking_) CUDA_CHECK(cudaStreamSynchronize(main));
       }
-      CUDA_CHECK(cudaEventRecord(stop_->get(), main));
-      CUDA_CHECK(cudaEventSynchronize(stop_->get()));
-      float ms = 0;
-      CUDA_CHECK(cudaEventElapsedTime(&ms, start_->get(), stop_->get()));
-      return static_cast<double>(ms) * 1e3 / (static_cast<double>(iters) * graph_launches_);
+      return stop_timing(main, cpu_start, static_cast<double>(iters) * agg_ * graph_launches_);
     }
+    // -C 1: the warm-up done first, so that the host's clock starts with
+    // the first timed launch (as the nccl backend does).
+    if (cputime_) CUDA_CHECK(cudaStreamSynchronize(main));
+    const auto cpu_start = std::chrono::steady_clock::now();
     CUDA_CHECK(cudaEventRecord(start_->get(), main));
     start_all(start_->get());
     for (int i = 0; i < iters; ++i) {
       ctx.before_run();
-      enqueue();
+      enqueue_aggregated(agg_);
+      if (blocking_) {
+        // -z 1: as nccl-tests' blocking mode, the host waits for each
+        // collective (every rank's stream) before launching the next.
+        join(main);
+        CUDA_CHECK(cudaStreamSynchronize(main));
+      }
     }
     join(main);
-    CUDA_CHECK(cudaEventRecord(stop_->get(), main));
-    CUDA_CHECK(cudaEventSynchronize(stop_->get()));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start_->get(), stop_->get()));
-    return static_cast<double>(ms) * 1e3 / iters;
+    return stop_timing(main, cpu_start, static_cast<double>(iters) * agg_);
   }
 
   std::int64_t check(std::int64_t iter, RunContext& ctx, const std::string& what) override {
@@ -118,8 +143,29 @@ class CudaMeasurementBase : public Measurement {
   virtual cudaStream_t stream(int rank) = 0;
   virtual cudaStream_t main_stream() = 0;
   virtual void enqueue() = 0;
+  // -m: `n` runs as one timed iteration; the schedules' runs are launched
+  // one after another (collkit's own have no group launch).
+  virtual void enqueue_aggregated(int n) {
+    for (int k = 0; k < n; ++k) enqueue();
+  }
   virtual void join(cudaStream_t main) = 0;
   virtual void start_all(cudaEvent_t start) = 0;
+  // Ends the timed loop on `main`: time per run in microseconds, from the
+  // events, or with -C 1 the host's time from `cpu_start` to the completion
+  // of the last run.
+  double stop_timing(cudaStream_t main, std::chrono::steady_clock::time_point cpu_start,
+                     double runs) {
+    CUDA_CHECK(cudaEventRecord(stop_->get(), main));
+    CUDA_CHECK(cudaEventSynchronize(stop_->get()));
+    if (cputime_) {
+      const std::chrono::duration<double, std::micro> us =
+          std::chrono::steady_clock::now() - cpu_start;
+      return us.count() / runs;
+    }
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start_->get(), stop_->get()));
+    return static_cast<double>(ms) * 1e3 / runs;
+  }
   void make_events() {
     DeviceGuard g(ranks_[0]->device());
     start_ = std::make_unique<CudaEvent>(ranks_[0]->device(), true);
@@ -135,7 +181,7 @@ class CudaMeasurementBase : public Measurement {
     try {
       CUDA_CHECK(cudaEventRecord(fork_->get(), main));
       start_all(fork_->get());
-      for (int i = 0; i < iters; ++i) enqueue();
+      for (int i = 0; i < iters; ++i) enqueue_aggregated(agg_);
       join(main);
     } catch (...) {
       graph.end_capture(main, false);
@@ -149,6 +195,9 @@ class CudaMeasurementBase : public Measurement {
   int root_;
   std::int64_t count_;
   int graph_launches_;
+  bool blocking_;
+  bool cputime_;
+  int agg_;
   std::unique_ptr<CudaEvent> start_, stop_, fork_;
 };
 
@@ -156,8 +205,8 @@ class ScheduleMeasurement final : public CudaMeasurementBase {
  public:
   ScheduleMeasurement(std::unique_ptr<Schedule> schedule, std::vector<CompiledPlan> plans,
                       const std::vector<int>& rank_device, int root, std::int64_t count,
-                      int graph_launches)
-      : CudaMeasurementBase(std::move(plans), rank_device, root, count, graph_launches),
+                      const Timing& timing)
+      : CudaMeasurementBase(std::move(plans), rank_device, root, count, timing),
         schedule_(std::move(schedule)) {
     for (const CompiledPlan& p : plans_) plan_ptrs_.push_back(&p);
     for (const auto& r : ranks_) bases_.push_back(r->bases());
@@ -210,31 +259,42 @@ class NativeMeasurement final : public CudaMeasurementBase {
  public:
   NativeMeasurement(NcclWorld& world, Collective c, std::vector<CompiledPlan> plans,
                     const std::vector<int>& rank_device, int root, std::int64_t count,
-                    int graph_launches)
-      : CudaMeasurementBase(std::move(plans), rank_device, root, count, graph_launches),
+                    const Timing& timing)
+      : CudaMeasurementBase(std::move(plans), rank_device, root, count, timing),
         world_(world),
         c_(c) {
     main_ = std::make_unique<CudaStream>(rank_device[0]);
     for (int d : rank_device) joins_.push_back(std::make_unique<CudaEvent>(d, false));
     make_events();
+    if (timing.local_register == 1)
+      for (std::size_t r = 0; r < plans_.size(); ++r)
+        for (auto& reg : register_storage(world_.comm(static_cast<int>(r)), *ranks_[r], plans_[r]))
+          registered_.push_back(std::move(reg));
   }
 
  protected:
   cudaStream_t stream(int rank) override { return world_.stream(rank); }
   cudaStream_t main_stream() override { return main_->get(); }
-  void enqueue() override {
+  void enqueue() override { enqueue_aggregated(1); }
+  // -m n: as nccl-tests, the n collectives of an iteration in one group;
+  // then each one's finishing kernel (avg), which may not run inside it.
+  void enqueue_aggregated(int n) override {
     const int p = world_.size();
     NCCL_CHECK(ncclGroupStart());
-    for (int r = 0; r < p; ++r) {
-      const CompiledPlan& pl = plans_[r];
-      nccl_native_enqueue(c_, world_.comm(r), r, p, root_, count_, pl.type, pl.op,
-                          ranks_[r]->input(), ranks_[r]->output(), world_.stream(r));
+    for (int k = 0; k < n; ++k) {
+      for (int r = 0; r < p; ++r) {
+        const CompiledPlan& pl = plans_[r];
+        nccl_native_enqueue(c_, world_.comm(r), r, p, root_, count_, pl.type, pl.op,
+                            ranks_[r]->input(), ranks_[r]->output(), world_.stream(r));
+      }
     }
     NCCL_CHECK(ncclGroupEnd());
-    for (int r = 0; r < p; ++r) {
-      DeviceGuard g(ranks_[r]->device());
-      nccl_native_finish(c_, r, p, root_, count_, plans_[r].type, plans_[r].op, ranks_[r]->output(),
-                         world_.stream(r));
+    for (int k = 0; k < n; ++k) {
+      for (int r = 0; r < p; ++r) {
+        DeviceGuard g(ranks_[r]->device());
+        nccl_native_finish(c_, r, p, root_, count_, plans_[r].type, plans_[r].op,
+                           ranks_[r]->output(), world_.stream(r));
+      }
     }
   }
   void join(cudaStream_t main) override {
@@ -256,6 +316,8 @@ class NativeMeasurement final : public CudaMeasurementBase {
   Collective c_;
   std::unique_ptr<CudaStream> main_;
   std::vector<std::unique_ptr<CudaEvent>> joins_;
+  // -R 1; deregistered before the base class frees the buffers.
+  std::vector<std::unique_ptr<NcclRegistration>> registered_;
 };
 #endif  // COLLKIT_HAVE_NCCL
 
@@ -321,7 +383,7 @@ class CudaBackend final : public BenchBackend {
     std::vector<CompiledPlan> plans;
     for (int r = 0; r < ranks_; ++r) plans.push_back(compile_plan(*s, r, type, op, in_place));
     return std::make_unique<ScheduleMeasurement>(std::move(s), std::move(plans), rank_device_,
-                                                 cfg_.root, count, cfg_.graph_launches);
+                                                 cfg_.root, count, Timing::of(cfg_));
   }
 
   void report_extras(Json& extra) override {
@@ -375,7 +437,7 @@ class CudaBackend final : public BenchBackend {
           io_plan(cfg_.collective, ranks_, r, cfg_.root, size.spec_count, type, op, in_place));
     return std::make_unique<NativeMeasurement>(*nccl_, cfg_.collective, std::move(plans),
                                                rank_device_, cfg_.root, size.spec_count,
-                                               cfg_.graph_launches);
+                                               Timing::of(cfg_));
 #else
     (void)size;
     (void)type;
@@ -415,7 +477,7 @@ void run_cuda_bench(const BenchArgs& args, const BenchSinkFactory& make_sink) {
   // Ranks go round-robin on the devices: each device's ranks must fit.
   for (int d = 0; d < devices && d < ranks; ++d) {
     const DeviceInfo info = device_info(d);
-    check_device_memory(cfg, ranks, (ranks - d + devices - 1) / devices,
+    check_device_memory(cfg, ranks, (ranks - d + devices - 1) / devices, device_free_memory(d),
                         static_cast<std::int64_t>(info.memory_bytes),
                         "device " + std::to_string(d) + " (" + info.name + ")");
   }

@@ -44,6 +44,13 @@ DeviceInfo device_info(int device) {
   return d;
 }
 
+std::int64_t device_free_memory(int device) {
+  DeviceGuard g(device);
+  std::size_t free = 0, total = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return static_cast<std::int64_t>(free);
+}
+
 int cuda_driver_version() {
   int v = 0;
   if (cudaDriverGetVersion(&v) != cudaSuccess) return 0;

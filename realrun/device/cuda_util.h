@@ -32,6 +32,9 @@ struct DeviceInfo {
   std::size_t memory_bytes = 0;
 };
 DeviceInfo device_info(int device);
+// Free memory on `device` now (cudaMemGetInfo; makes the device's primary
+// context first, so what the context takes is already gone).
+std::int64_t device_free_memory(int device);
 int cuda_driver_version();             // e.g. 13000
 int cuda_runtime_version();            // e.g. 13000
 std::string cuda_version_text(int v);  // 13000 -> "13.0"

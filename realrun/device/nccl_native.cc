@@ -139,6 +139,31 @@ void nccl_native_enqueue(Collective c, ncclComm_t comm, int rank, int ranks, int
   }
 }
 
+NcclRegistration::NcclRegistration(ncclComm_t comm, void* buffer, std::int64_t bytes)
+    : comm_(comm) {
+  if (bytes > 0)
+    NCCL_CHECK(ncclCommRegister(comm, buffer, static_cast<std::size_t>(bytes), &handle_));
+}
+
+NcclRegistration::~NcclRegistration() {
+  // A destructor cannot throw; a failed deregistration leaves the buffer
+  // registered until the communicator is destroyed, which frees it anyway.
+  if (handle_) (void)ncclCommDeregister(comm_, handle_);
+}
+
+std::vector<std::unique_ptr<NcclRegistration>> register_storage(ncclComm_t comm,
+                                                                const DeviceRank& rank,
+                                                                const CompiledPlan& plan) {
+  std::vector<std::unique_ptr<NcclRegistration>> out;
+  DeviceGuard g(rank.device());
+  out.push_back(std::make_unique<NcclRegistration>(comm, rank.input() - plan.input_offset,
+                                                   plan.storage_in_bytes));
+  if (plan.storage_out_bytes > 0)
+    out.push_back(std::make_unique<NcclRegistration>(comm, rank.output() - plan.output_offset,
+                                                     plan.storage_out_bytes));
+  return out;
+}
+
 void nccl_native_finish(Collective c, int rank, int ranks, int root, std::int64_t count,
                         DataType type, RedOp op, void* output, cudaStream_t stream) {
   if (op != RedOp::avg || !is_reduction(c)) return;

@@ -7,10 +7,14 @@
 #include <nccl.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "algorithms/schedule.h"
 #include "core/dtypes.h"
+#include "realrun/device/device_rank.h"
+#include "realrun/plan.h"
 
 namespace collkit::realrun {
 
@@ -35,6 +39,28 @@ std::string nccl_native_unsupported(Collective c, bool in_place);
 void nccl_native_enqueue(Collective c, ncclComm_t comm, int rank, int ranks, int root,
                          std::int64_t count, DataType type, RedOp op, const void* input,
                          void* output, cudaStream_t stream);
+// nccl-tests' -R 1: `bytes` at `buffer` registered with the communicator
+// (ncclCommRegister: NCCL then moves data from and to it without its own
+// staging copies where the transport allows) while the object lives;
+// nothing for bytes == 0.
+class NcclRegistration {
+ public:
+  NcclRegistration(ncclComm_t comm, void* buffer, std::int64_t bytes);
+  ~NcclRegistration();
+  NcclRegistration(const NcclRegistration&) = delete;
+  NcclRegistration& operator=(const NcclRegistration&) = delete;
+
+ private:
+  ncclComm_t comm_;
+  void* handle_ = nullptr;
+};
+
+// -R 1 for one rank: its input storage and, out of place, its output
+// storage (the executor's layout), registered with `comm`.
+std::vector<std::unique_ptr<NcclRegistration>> register_storage(ncclComm_t comm,
+                                                                const DeviceRank& rank,
+                                                                const CompiledPlan& plan);
+
 // The avg division of a native reduction (after the group has ended).
 void nccl_native_finish(Collective c, int rank, int ranks, int root, std::int64_t count,
                         DataType type, RedOp op, void* output, cudaStream_t stream);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -29,8 +30,12 @@ inline std::string slurp(const std::filesystem::path& p) {
 // `args` are shell words appended to the binary's path; `dir` must exist and
 // is left as it was.
 inline RunResult run_collkit(const std::string& args, const std::filesystem::path& dir) {
-  const auto out = dir / ".stdout";
-  const auto err = dir / ".stderr";
+  // Named per process and call: tests of several executables share a
+  // scratch directory (::testing::TempDir()) and ctest runs them at once.
+  static int calls = 0;
+  const std::string tag = std::to_string(::getpid()) + "." + std::to_string(++calls);
+  const auto out = dir / (".stdout." + tag);
+  const auto err = dir / (".stderr." + tag);
   const std::string cmd = std::string("'") + COLLKIT_BINARY + "' " + args + " >'" + out.string() +
                           "' 2>'" + err.string() + "'";
   const int status = std::system(cmd.c_str());

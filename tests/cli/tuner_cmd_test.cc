@@ -75,9 +75,11 @@ TEST_F(TunerCli, WritesModelAndConfig) {
   EXPECT_EQ(bytes.back(), 512u * 1024);
   for (std::uint64_t g : {8192u, 65536u})
     EXPECT_NE(std::find(bytes.begin(), bytes.end(), g), bytes.end()) << g;
-  for (std::size_t i = 1; i < t->points.size(); ++i)
-    if (t->points[i].channels != t->points[i - 1].channels)
+  for (std::size_t i = 1; i < t->points.size(); ++i) {
+    if (t->points[i].channels != t->points[i - 1].channels) {
       EXPECT_EQ(bytes[i] - bytes[i - 1], 4u) << "a channel change between two grid sizes";
+    }
+  }
   EXPECT_EQ(m.comms[0].find(4, 4, 2), nullptr);  // no nvls
   // allgather's nBytes: whole per-rank elements of the total.
   EXPECT_EQ(m.comms[1].find(2, 1, 2)->points[0].bytes, 1024u);

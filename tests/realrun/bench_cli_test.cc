@@ -107,7 +107,24 @@ TEST_F(BenchCliTest, NcclTestsFlags) {
                      "meaning with one thread per process");
   expect_usage_error(bench(2, "--collective all_reduce -R 1"),
                      "-R 1: registering buffers with NCCL has no meaning for --backend mpi");
-  expect_usage_error(bench(2, "--collective all_reduce -N 3"), "-N 3: repeated cycles");
+  expect_usage_error(bench(2, "--collective all_reduce -N 3 --json x.json"),
+                     "-N 3 with --json x.json: a report holds one measurement per row");
+  expect_usage_error(bench(2, "--collective all_reduce -N 3 -J x.json"),
+                     "-N 3 with -J x.json: a report holds one measurement per row");
+  {
+    // -N 2: the whole bench twice, each table saying its cycle.
+    const Result cycles = run(bench(2,
+                                    "--collective all_reduce --algorithm ring,native -b 1K "
+                                    "-e 2K -f 2 -n 1 -w 0 -N 2"));
+    ASSERT_EQ(cycles.rc, 0) << cycles.output;
+    for (const char* table :
+         {"algorithm ring, 2 ranks, cycle 1 of 2", "algorithm native, 2 ranks, cycle 1 of 2",
+          "algorithm ring, 2 ranks, cycle 2 of 2", "algorithm native, 2 ranks, cycle 2 of 2"})
+      EXPECT_EQ(occurrences(cycles.output, table), 1) << table << "\n" << cycles.output;
+    EXPECT_EQ(occurrences(cycles.output, "# Out of bounds values : 0 OK"), 4) << cycles.output;
+    EXPECT_LT(cycles.output.find("algorithm native, 2 ranks, cycle 1 of 2"),
+              cycles.output.find("algorithm ring, 2 ranks, cycle 2 of 2"));
+  }
   // -w defaults to nccl-tests' 5; -z 1, -C 1, -t 1, -m 1 are accepted on mpi.
   const std::string path =
       (std::filesystem::temp_directory_path() / "collkit_bench_cli_flags.json").string();
