@@ -216,6 +216,34 @@ double quantile(std::vector<double> v, double q) {
 namespace {
 
 // One fit with the base's cache size held fixed.
+// host_cores' upper bound (CalibrateOptions::host_cores_limit), and in
+// `source` where it came from.
+int host_cores_bound(const std::vector<CalibrationInput>& inputs, const CalibrateOptions& options,
+                     std::string& source) {
+  if (options.host_cores_limit > 0) {
+    source = "given";
+    return options.host_cores_limit;
+  }
+  int fewest = 0;
+  for (const CalibrationInput& in : inputs) {
+    const Json& extra = in.report.extra;
+    if (!extra.is_object() || !extra.contains("devices") || !extra["devices"].is_array()) continue;
+    for (const Json& d : extra["devices"])
+      if (d.is_object() && d.contains("host_cpus") && d["host_cpus"].is_number_integer() &&
+          d["host_cpus"].get<int>() > 0)
+        fewest =
+            fewest == 0 ? d["host_cpus"].get<int>() : std::min(fewest, d["host_cpus"].get<int>());
+  }
+  if (fewest > 0) {
+    source = "the measured hosts' online CPUs (devices[].host_cpus)";
+    return fewest;
+  }
+  source =
+      "this machine's CPUs: the reports do not say how many the measured host had "
+      "(devices[].host_cpus)";
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
 CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, const Topology& base,
                                   const CalibrateOptions& options) {
   if (inputs.empty()) throw UsageError("calibrate: no measured report given");
@@ -415,9 +443,13 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
   // relative change, which suits values from picoseconds to TB/s. Each stays
   // inside its physical range (param_range): steps are clipped to it.
   std::vector<double> theta(n), theta_lo(n), theta_hi(n);
-  const int cores = options.host_cores_limit > 0
-                        ? options.host_cores_limit
-                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  std::string cores_source;
+  const int cores = host_cores_bound(inputs, options, cores_source);
+  for (const FittedParam& fp : params)
+    if (fp.kind == ParamKind::host_cores) {
+      result.host_cores_limit = cores;
+      result.host_cores_source = cores_source;
+    }
   for (std::size_t k = 0; k < n; ++k) {
     const auto [lower, upper] = param_range(params[k].kind, cores);
     params[k].lower = lower;
@@ -928,6 +960,9 @@ std::string format_calibration(const CalibrationResult& result) {
                 100 * result.base_median_abs_error, 100 * result.base_p90_abs_error,
                 100 * result.median_abs_error, 100 * result.p90_abs_error);
   out += line;
+  if (result.host_cores_limit > 0)
+    out += "# host_cores bounded by " + std::to_string(result.host_cores_limit) + " (" +
+           result.host_cores_source + ")\n";
   for (const std::string& p : result.problems) out += "# problem: " + p + "\n";
   if (!result.failed_check.empty()) {
     out += "# warning: left out " + std::to_string(result.failed_check.size()) +

@@ -50,7 +50,9 @@ struct CalibrateOptions {
   // nccl-tests -g G drives G devices from one thread.
   int launch_devices = 1;
   // The upper bound of host_cores (the cores of the measured host); 0 =
-  // this machine's (std::thread::hardware_concurrency).
+  // the fewest `host_cpus` among the measured reports' devices (collkit
+  // bench records each rank's host's online CPUs), else this machine's
+  // (std::thread::hardware_concurrency), which the output then says.
   int host_cores_limit = 0;
 };
 
@@ -124,6 +126,10 @@ struct CalibrationResult {
   // or a fit that predicts worse than the base. Empty when fine; the command
   // then refuses to write the fit unless --accept.
   std::vector<std::string> problems;
+  // host_cores' upper bound and where it came from (the option, the
+  // measured hosts' report, or this machine); 0 when host_cores is not fitted.
+  int host_cores_limit = 0;
+  std::string host_cores_source;
   // The loss the fit minimised (sum of squares, or of Huber's loss).
   double loss = 0;
   // The cache model (base with cache_mb): the cache sizes tried, each with

@@ -150,13 +150,22 @@ class MpiBackendBase : public BenchBackend {
     int pid = static_cast<int>(getpid());
     std::vector<int> pids(ranks_);
     MPI_CHECK(MPI_Gather(&pid, 1, MPI_INT, pids.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
+    // The host's online CPUs (not this process's affinity, which mpirun's
+    // binding narrows): calibrate bounds a fitted host_cores by it.
+    int cpus = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+    std::vector<int> host_cpus(ranks_);
+    MPI_CHECK(MPI_Gather(&cpus, 1, MPI_INT, host_cpus.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
     HostInfo info;
     if (rank_ != 0) return info;
     std::set<std::string> distinct;
     for (int r = 0; r < ranks_; ++r) {
       const std::string host(&names[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
       distinct.insert(host);
-      Json d = {{"rank", r}, {"host", host}, {"pid", pids[r]}, {"kind", kind}};
+      Json d = {{"rank", r},
+                {"host", host},
+                {"pid", pids[r]},
+                {"kind", kind},
+                {"host_cpus", host_cpus[r]}};
       const std::string text(&whats[static_cast<std::size_t>(r) * kText]);
       if (!text.empty()) d["device_text"] = text;
       info.devices.push_back(d);

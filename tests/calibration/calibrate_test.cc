@@ -10,6 +10,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "algorithms/registry.h"
@@ -223,7 +224,17 @@ TEST(Calibrate, HostBusBaseFitsTheBusAndGroupsItsCollinearLatencies) {
     m.topology.reset();
     in.push_back({"m" + std::to_string(in.size()) + ".json", "0", m});
   }
+  // The reports say the measured host had 2 CPUs (collkit bench's
+  // devices[].host_cpus): host_cores is bounded by them, not by the CPUs of
+  // the machine that fits.
+  for (CalibrationInput& i : in)
+    i.report.extra["devices"] = Json::array({{{"rank", 0}, {"host", "h"}, {"host_cpus", 2}},
+                                             {{"rank", 1}, {"host", "h"}, {"host_cpus", 2}}});
   const CalibrationResult r = calibrate(in, *base);
+  EXPECT_EQ(r.host_cores_limit, 2);
+  EXPECT_EQ(r.host_cores_source, "the measured hosts' online CPUs (devices[].host_cpus)");
+  EXPECT_NE(format_calibration(r).find("# host_cores bounded by 2 (the measured hosts'"),
+            std::string::npos);
   EXPECT_LT(r.max_abs_error, 1e-6);
   EXPECT_NEAR(fitted(r, ParamKind::host_cores) / 1.3, 1, 1e-5);
   EXPECT_NEAR(fitted(r, ParamKind::dram_factor) / 1.4, 1, 1e-5);
@@ -523,6 +534,39 @@ TEST(Calibrate, MatchStandsForNcclRows) {
   } catch (const UsageError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("--match nosuch: unknown algorithm", 0), 0u) << e.what();
   }
+}
+
+// Measured on a host of one CPU, four ranks' local work cannot have more
+// than one core's worth: the truth's 1.3 is out of reach, the fit stays at
+// the bound; a report without host_cpus falls back to this machine's CPUs
+// and says so.
+TEST(Calibrate, HostCoresBoundComesFromTheMeasuredHost) {
+  const std::string path = std::string(COLLKIT_SOURCE_DIR) + "/topologies/bases/host-bus-4.json";
+  const std::unique_ptr<Topology> base = load_topology(path);
+  Json truth_json = Json::parse(slurp_file(path));
+  truth_json["endpoint"] = {
+      {"overhead_us", 2.0}, {"reduce_gbps", 6.0}, {"copy_gbps", 9.0}, {"host_cores", 1.3}};
+  const std::unique_ptr<Topology> truth = parse_topology(truth_json.dump(), "truth.json");
+  SweepSpec sweep;
+  sweep.collective = Collective::all_reduce;
+  sweep.algorithms =
+      classic(Collective::all_reduce, "ring,recursive_doubling,binomial_tree,linear");
+  sweep.ranks = 4;
+  sweep.sizes = {4096, 65536, 1 << 20, 4 << 20};
+  sweep.model = cost_params_of(*base, 4);
+  Report m = simulate_report(sweep, *truth, {});
+  m.mode = ReportMode::measure;
+  m.topology.reset();
+  std::vector<CalibrationInput> in = {{"m.json", "0", m}};
+  const CalibrationResult unknown = calibrate(in, *base);
+  EXPECT_EQ(unknown.host_cores_limit,
+            std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+  EXPECT_NE(unknown.host_cores_source.find("this machine's CPUs"), std::string::npos);
+  in[0].report.extra["devices"] =
+      Json::array({{{"rank", 0}, {"host_cpus", 1}}, {{"rank", 1}, {"host_cpus", 1}}});
+  const CalibrationResult one = calibrate(in, *base);
+  EXPECT_EQ(one.host_cores_limit, 1);
+  EXPECT_LE(fitted(one, ParamKind::host_cores), 1.0);
 }
 
 }  // namespace
