@@ -3,8 +3,8 @@
 #   format  clang-format --dry-run --Werror over every C++/CUDA source
 #   asan    the asan preset (clang, AddressSanitizer + UBSan, LeakSanitizer
 #           with scripts/sanitizers/lsan.supp): build, then the ctest suite
-#           (test presets asan and asan-mpi; docs_examples runs in the
-#           default preset only, docs/QUALITY.md)
+#           (test presets asan and asan-mpi; the two tests labelled scale
+#           run in the default preset only, docs/QUALITY.md)
 #   fuzz    every libFuzzer target for COLLKIT_FUZZ_SECONDS (default 60) on a
 #           copy of its committed corpus, after replaying tests/regressions/
 #   tidy    clang-tidy (.clang-tidy) over the library code in TIDY_DIRS
