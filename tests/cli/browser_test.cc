@@ -6,6 +6,7 @@
 // no Chromium is installed (.ci/run installs the Debian package `chromium`).
 #include <gtest/gtest.h>
 #include <png.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -57,6 +58,12 @@ Browser open_in_chromium(const std::string& chromium, const fs::path& dir, const
       "timeout 120 '" + chromium +
       "' --headless --no-sandbox --disable-gpu --disable-background-networking --no-first-run "
       "--disable-component-update --disable-sync --disable-extensions "
+      // Screenshots only once every compositor stage has drawn and the page
+      // has settled (Chromium's flags for deterministic headless captures):
+      // one capture in a CI-like run (asan gate, two tests at once) came
+      // back with a series part painted (114 of its > 200 pixels); four
+      // concurrent runs here passed with and without these flags.
+      "--run-all-compositor-stages-before-draw --virtual-time-budget=2000 "
       "--user-data-dir='" +
       (dir / "profile").string() + "' --enable-logging=stderr --v=0 --window-size=1200,900 " +
       mode + " 'file://" + fs::absolute(page).string() + "' >'" + out.string() + "' 2>'" +
@@ -136,8 +143,9 @@ class BrowserTest : public ::testing::Test {
       GTEST_SKIP() << "no chromium, chromium-browser or google-chrome on PATH: the report is not "
                       "checked in a browser (apt-get install chromium; .ci/run installs it)";
     dir_ = fs::temp_directory_path() /
-           ("collkit-browser-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-            "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           ("collkit-browser-" + std::to_string(::getpid()) + "-" +
+            std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
