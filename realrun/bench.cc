@@ -377,18 +377,9 @@ class NcclMeasurement final : public Measurement {
       // -z 1: the host waits for each collective, as nccl-tests' blocking mode.
       if (cfg_.blocking) CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
-    CUDA_CHECK(cudaEventRecord(stop_->get(), stream_));
-    CUDA_CHECK(cudaEventSynchronize(stop_->get()));
-    const double runs = static_cast<double>(iters) * agg;
-    if (cfg_.cputime) {
-      // -C 1: the host's time from the first launch to the last completion.
-      const std::chrono::duration<double, std::micro> us =
-          std::chrono::steady_clock::now() - cpu_start;
-      return us.count() / runs;
-    }
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start_->get(), stop_->get()));
-    return static_cast<double>(ms) * 1e3 / runs;
+    // -C 1: the host's time from the first launch to the last completion.
+    return stop_timed_loop(stream_, start_->get(), stop_->get(), cfg_.cputime, cpu_start,
+                           static_cast<double>(iters) * agg);
   }
 
   std::int64_t check(std::int64_t iter, RunContext& ctx, const std::string& what) override {

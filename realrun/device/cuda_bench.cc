@@ -155,16 +155,7 @@ class CudaMeasurementBase : public Measurement {
   // of the last run.
   double stop_timing(cudaStream_t main, std::chrono::steady_clock::time_point cpu_start,
                      double runs) {
-    CUDA_CHECK(cudaEventRecord(stop_->get(), main));
-    CUDA_CHECK(cudaEventSynchronize(stop_->get()));
-    if (cputime_) {
-      const std::chrono::duration<double, std::micro> us =
-          std::chrono::steady_clock::now() - cpu_start;
-      return us.count() / runs;
-    }
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start_->get(), stop_->get()));
-    return static_cast<double>(ms) * 1e3 / runs;
+    return stop_timed_loop(main, start_->get(), stop_->get(), cputime_, cpu_start, runs);
   }
   void make_events() {
     DeviceGuard g(ranks_[0]->device());

@@ -44,6 +44,20 @@ DeviceInfo device_info(int device) {
   return d;
 }
 
+double stop_timed_loop(cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop, bool cputime,
+                       std::chrono::steady_clock::time_point cpu_start, double runs) {
+  CUDA_CHECK(cudaEventRecord(stop, stream));
+  CUDA_CHECK(cudaEventSynchronize(stop));
+  if (cputime) {
+    const std::chrono::duration<double, std::micro> us =
+        std::chrono::steady_clock::now() - cpu_start;
+    return us.count() / runs;
+  }
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  return static_cast<double>(ms) * 1e3 / runs;
+}
+
 std::int64_t device_free_memory(int device) {
   DeviceGuard g(device);
   std::size_t free = 0, total = 0;

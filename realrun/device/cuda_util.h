@@ -6,6 +6,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -83,6 +84,13 @@ class CudaStream {
   cudaStream_t stream_ = nullptr;
   int device_ = 0;
 };
+
+// Ends a timed loop of `runs` runs on `stream`: records `stop` there, waits
+// for it, and returns microseconds per run, from the events (`start` was
+// recorded before the first run) or, with `cputime` (-C 1), on the host
+// clock from `cpu_start` to the completion of the last run.
+double stop_timed_loop(cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop, bool cputime,
+                       std::chrono::steady_clock::time_point cpu_start, double runs);
 
 class CudaEvent {
  public:

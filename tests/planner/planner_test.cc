@@ -13,20 +13,15 @@
 #include "core/error.h"
 #include "core/nccl_sizes.h"
 #include "planner/planner_model.h"
+#include "planner_test_util.h"
 #include "topologies/topology.h"
 
 namespace collkit {
 namespace {
 
-std::string source(const std::string& rel) { return std::string(COLLKIT_SOURCE_DIR) + "/" + rel; }
-
-Model model(const std::string& name) { return load_model(source("models/" + name + ".json")); }
-
-const LayerPlan& layer(const PlanResult& r, const std::string& name) {
-  for (const LayerPlan& l : r.plan.layers)
-    if (l.name == name) return l;
-  throw std::runtime_error("no layer " + name);
-}
+using testing_planner::layer;
+using testing_planner::model;
+using testing_planner::source;
 
 // Bytes each rank sends for one collective over p ranks (nccl-tests' busbw
 // convention: all_reduce 2(p-1)/p of the vector, all_gather and

@@ -10,20 +10,15 @@
 
 #include "planner/planner.h"
 #include "planner/planner_model.h"
+#include "planner_test_util.h"
 #include "topologies/topology.h"
 
 namespace collkit {
 namespace {
 
-std::string source(const std::string& rel) { return std::string(COLLKIT_SOURCE_DIR) + "/" + rel; }
-
-Model model(const std::string& name) { return load_model(source("models/" + name + ".json")); }
-
-const LayerPlan& layer(const PlanResult& r, const std::string& name) {
-  for (const LayerPlan& l : r.plan.layers)
-    if (l.name == name) return l;
-  throw std::runtime_error("no layer " + name);
-}
+using testing_planner::layer;
+using testing_planner::model;
+using testing_planner::source;
 
 // GPT-3 175B on 128 DGX H100 (1024 GPUs, 80 GiB each), global batch 2048.
 TEST(PlannerGpt3, FitsOn1024H100WithTensorAndPipelineParallel) {
