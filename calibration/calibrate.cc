@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -40,7 +41,13 @@ class TrialTopology : public Topology {
   }
   int num_ranks() const override { return base_.num_ranks(); }
   std::int64_t num_links() const override { return base_.num_links(); }
-  EndpointProps endpoint(int) const override { return endpoint_; }
+  // One fitted endpoint for all, each on its own host (the base's: ranks
+  // of a host share its cores).
+  EndpointProps endpoint(int rank) const override {
+    EndpointProps e = endpoint_;
+    e.host = base_.endpoint(rank).host;
+    return e;
+  }
   LinkProps link(LinkId id) const override {
     const auto c = static_cast<std::size_t>(base_.link_class(id));
     LinkProps l = classes_[c];
@@ -215,6 +222,81 @@ double quantile(std::vector<double> v, double q) {
 
 namespace {
 
+// Element s (s >= 1) of the van der Corput sequence in base `prime`: points
+// in (0, 1) that fill it evenly, the same every run. One prime per
+// parameter makes the starts a Halton sequence.
+double halton(int s, int prime) {
+  double f = 1, out = 0;
+  for (int i = s; i > 0; i /= prime) {
+    f /= prime;
+    out += f * (i % prime);
+  }
+  return out;
+}
+constexpr int kHaltonPrimes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53};
+
+// What a fit determines (ParamSpread): one parameter, or a group of
+// proportional ones as their combination.
+struct Quantity {
+  std::string name;
+  std::vector<std::size_t> members;
+  bool series = false;  // bandwidths: 1 / sum(1 / b); else a sum
+  double value(const std::vector<double>& theta) const {
+    double sum = 0;
+    for (std::size_t k : members) sum += series ? std::exp(-theta[k]) : std::exp(theta[k]);
+    return series ? 1 / sum : sum;
+  }
+};
+
+bool is_time(ParamKind kind) { return kind == ParamKind::latency || kind == ParamKind::overhead; }
+bool is_rate(ParamKind kind) {
+  return kind == ParamKind::bandwidth || kind == ParamKind::reduce_bw || kind == ParamKind::copy_bw;
+}
+
+// The parameters some point depends on (not `frozen`), grouped by `group`
+// (the root of each parameter's group of proportional ones); a group that
+// mixes times with rates or factors has no combination to compare.
+std::vector<Quantity> determined_quantities(const std::vector<FittedParam>& params,
+                                            const std::vector<std::size_t>& group,
+                                            const std::vector<bool>& frozen) {
+  std::vector<Quantity> out;
+  for (std::size_t root = 0; root < params.size(); ++root) {
+    Quantity q;
+    for (std::size_t k = 0; k < params.size(); ++k)
+      if (group[k] == root && !frozen[k]) q.members.push_back(k);
+    if (q.members.empty()) continue;
+    if (q.members.size() == 1) {
+      q.name = params[q.members.front()].name;
+      out.push_back(std::move(q));
+      continue;
+    }
+    bool times = true, rates = true;
+    for (std::size_t k : q.members) {
+      times = times && is_time(params[k].kind);
+      rates = rates && is_rate(params[k].kind);
+    }
+    if (!times && !rates) continue;
+    q.series = rates;
+    std::string list;
+    for (std::size_t k : q.members) {
+      const std::string& name = params[k].name;
+      list += (list.empty() ? "" : " + ") + name.substr(0, name.find(" ("));
+    }
+    q.name = (rates ? "series bandwidth of " : "") + list;
+    out.push_back(std::move(q));
+  }
+  return out;
+}
+
+// How calibrate_fixed searches: `final` runs the extra starts and the
+// repeat fits (the cache-size candidates are compared without them);
+// `warm`, when it has one value per parameter, replaces the base as the
+// first start (the candidate's own fit, log space).
+struct SearchPlan {
+  bool final = true;
+  std::vector<double> warm;
+};
+
 // One fit with the base's cache size held fixed.
 // host_cores' upper bound (CalibrateOptions::host_cores_limit), and in
 // `source` where it came from.
@@ -245,7 +327,10 @@ int host_cores_bound(const std::vector<CalibrationInput>& inputs, const Calibrat
 }
 
 CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, const Topology& base,
-                                  const CalibrateOptions& options) {
+                                  const CalibrateOptions& options, const SearchPlan& search,
+                                  std::vector<double>* theta_out = nullptr) {
+  if (options.starts < 1)
+    throw UsageError("calibrate: --starts must be >= 1, got " + std::to_string(options.starts));
   if (inputs.empty()) throw UsageError("calibrate: no measured report given");
   const int p = base.num_ranks();
   // Segment sizes follow the base network, as `collkit simulate` chooses
@@ -337,9 +422,13 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
       pt.result = &row;
       pt.algorithm = *algorithm;
       try {
-        if (is_nccl_algorithm(*algorithm)) {
-          // NCCL's own choice (or a named nccl variant), made on the base as
-          // the simulator makes it: plan, protocol, channels.
+        if (is_nccl_algorithm(*algorithm) && is_library_own(row.algorithm)) {
+          // Rows of NCCL's own collective (nccl-tests; --match names what
+          // stands for them): NCCL's choice, made on the base as the
+          // simulator makes it: plan, protocol, channels. A row of a named
+          // nccl variant measured by collkit bench is the schedule that ran,
+          // built below as bench builds it (the default channel plan: bench
+          // knows no topology).
           if (!nccl_ctx) nccl_ctx = nccl_context(base, p);
           const std::string variant = nccl_variant(*algorithm);
           const NcclChoice choice =
@@ -472,15 +561,22 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
   sim_options.model = options.model;
   sim_options.launch_devices = options.launch_devices;
   // Relative residuals: every point weighs the same whatever its size.
+  // While `subset` is set (one flag per point: the fit of one repeat of the
+  // measurements), the other points' residuals are 0.
+  const std::vector<char>* subset = nullptr;
   const auto raw_residuals = [&](const std::vector<double>& t) {
     apply(t);
-    std::vector<double> r(points.size());
-    std::vector<double> us(points.size());
+    std::vector<double> r(points.size(), 0.0);
+    std::vector<double> us(points.size(), 0.0);
+    std::vector<char> done(points.size(), 0);
     for (std::size_t i = 0; i < points.size(); ++i) {
-      const Point& pt = points[i];
-      us[i] =
-          pt.same_as == i ? simulate(*pt.schedule, trial, sim_options).time * 1e6 : us[pt.same_as];
-      r[i] = us[i] / pt.result->time_us - 1.0;
+      if (subset != nullptr && (*subset)[i] == 0) continue;
+      const std::size_t first = points[i].same_as;
+      if (done[first] == 0) {
+        us[first] = simulate(*points[first].schedule, trial, sim_options).time * 1e6;
+        done[first] = 1;
+      }
+      r[i] = us[first] / points[i].result->time_us - 1.0;
     }
     return r;
   };
@@ -511,8 +607,9 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
   // A parameter that mattered once keeps its fitted value even if the fit
   // later drives it where no point feels it (e.g. a reduction bandwidth so
   // high that reductions become free); only one that never mattered keeps
-  // the base value.
+  // the base value. The fits of single repeats do not count.
   std::vector<bool> ever_mattered(n, false);
+  bool track_mattered = true;
   // Columns are d(residual)/d(log parameter); sets `frozen`.
   const auto jacobian = [&](const std::vector<double>& at) {
     std::vector<std::vector<double>> jac(n);
@@ -530,12 +627,72 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
       }
       // A parameter no point depends on keeps its base value.
       frozen[k] = norm < 1e-12;
-      if (!frozen[k]) ever_mattered[k] = true;
+      if (!frozen[k] && track_mattered) ever_mattered[k] = true;
     }
     return jac;
   };
-  std::vector<double> r = residuals(theta);
-  double cost = cost_of(r);
+  // One descent from `from` to the nearest minimum.
+  struct Descent {
+    std::vector<double> theta, r;
+    double cost = 0;
+    int iterations = 0;
+  };
+  const auto descend = [&](const std::vector<double>& from) {
+    Descent d;
+    d.theta = from;
+    d.r = residuals(d.theta);
+    d.cost = cost_of(d.r);
+    double lambda = 1e-3;
+    for (int it = 0; it < options.max_iterations && d.cost > 1e-26; ++it) {
+      d.iterations = it + 1;
+      const std::vector<std::vector<double>> jac = jacobian(d.theta);
+      std::vector<std::vector<double>> jtj(n, std::vector<double>(n, 0));
+      std::vector<double> jtr(n, 0);
+      for (std::size_t a = 0; a < n; ++a) {
+        for (std::size_t i = 0; i < points.size(); ++i) jtr[a] += jac[a][i] * d.r[i];
+        for (std::size_t b = 0; b <= a; ++b) {
+          double s = 0;
+          for (std::size_t i = 0; i < points.size(); ++i) s += jac[a][i] * jac[b][i];
+          jtj[a][b] = jtj[b][a] = s;
+        }
+      }
+      bool improved = false;
+      for (int tries = 0; tries < 30 && !improved; ++tries) {
+        std::vector<std::vector<double>> m = jtj;
+        std::vector<double> delta(n);
+        for (std::size_t k = 0; k < n; ++k) {
+          // Marquardt's scaling plus a floor, so parameters the points cannot
+          // tell apart (latency vs overhead on one-hop routes) stay put
+          // rather than make the system singular.
+          m[k][k] += lambda * jtj[k][k] + 1e-12 + (frozen[k] ? 1.0 : 0.0);
+          delta[k] = frozen[k] ? 0.0 : -jtr[k];
+        }
+        if (!solve_spd(m, delta)) {
+          lambda *= 10;
+          continue;
+        }
+        std::vector<double> next = d.theta;
+        for (std::size_t k = 0; k < n; ++k)
+          next[k] = std::clamp(next[k] + std::clamp(delta[k], -5.0, 5.0), theta_lo[k], theta_hi[k]);
+        const std::vector<double> r_next = residuals(next);
+        const double c_next = cost_of(r_next);
+        if (c_next < d.cost) {
+          const double gain = d.cost - c_next;
+          d.theta = next;
+          d.r = r_next;
+          d.cost = c_next;
+          lambda = std::max(lambda / 10, 1e-12);
+          improved = true;
+          if (gain <= 1e-15 * d.cost) it = options.max_iterations;  // converged
+        } else {
+          lambda *= 10;
+        }
+      }
+      if (!improved) break;
+    }
+    return d;
+  };
+
   // The base's prediction, for "error before and after".
   {
     const std::vector<double> base_r = raw_residuals(theta_start);
@@ -544,64 +701,61 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
                    [](double x) { return std::abs(x); });
     result.base_median_abs_error = quantile(abs_base, 0.5);
     result.base_p90_abs_error = quantile(abs_base, 0.9);
-    result.base_loss = cost;
+    result.base_loss = cost_of(residuals(theta_start));
   }
-  double lambda = 1e-3;
-  for (int it = 0; it < options.max_iterations && cost > 1e-26; ++it) {
-    result.iterations = it + 1;
-    const std::vector<std::vector<double>> jac = jacobian(theta);
-    std::vector<std::vector<double>> jtj(n, std::vector<double>(n, 0));
-    std::vector<double> jtr(n, 0);
-    for (std::size_t a = 0; a < n; ++a) {
-      for (std::size_t i = 0; i < points.size(); ++i) jtr[a] += jac[a][i] * r[i];
-      for (std::size_t b = 0; b <= a; ++b) {
-        double s = 0;
-        for (std::size_t i = 0; i < points.size(); ++i) s += jac[a][i] * jac[b][i];
-        jtj[a][b] = jtj[b][a] = s;
+
+  // The search: one descent from the base (or from `search.warm`, the best
+  // fit of an earlier pass), then, for the final fit, from search.starts - 1
+  // more points spread over each parameter's plausible range (a Halton
+  // sequence: the same points every run). The lowest loss wins, the first
+  // on ties, so more starts never give a worse fit.
+  std::vector<std::vector<double>> starts{search.warm.size() == n ? search.warm : theta_start};
+  // A parameter the earlier pass moved mattered there: it keeps its fitted
+  // value even if no point of this pass depends on it (a link that stopped
+  // limiting), as within one pass.
+  for (std::size_t k = 0; k < n; ++k)
+    if (starts.front()[k] != theta_start[k]) ever_mattered[k] = true;
+  for (int s = 1; search.final && s < options.starts; ++s) {
+    std::vector<double> t(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      const double u = halton(s, kHaltonPrimes[k % std::size(kHaltonPrimes)]);
+      // Bandwidths, latencies and overheads: within a factor of 8 of the
+      // base; dram_factor 1..4; host_cores over its whole range.
+      double lo = theta_start[k] - std::log(8.0);
+      double hi = theta_start[k] + std::log(8.0);
+      if (params[k].kind == ParamKind::host_cores) {
+        lo = theta_lo[k];
+        hi = theta_hi[k];
+      } else if (params[k].kind == ParamKind::dram_factor) {
+        lo = 0;
+        hi = std::log(4.0);
       }
+      t[k] = std::clamp(lo + u * (hi - lo), theta_lo[k], theta_hi[k]);
     }
-    bool improved = false;
-    for (int tries = 0; tries < 30 && !improved; ++tries) {
-      std::vector<std::vector<double>> m = jtj;
-      std::vector<double> delta(n);
-      for (std::size_t k = 0; k < n; ++k) {
-        // Marquardt's scaling plus a floor, so parameters the points cannot
-        // tell apart (latency vs overhead on one-hop routes) stay put
-        // rather than make the system singular.
-        m[k][k] += lambda * jtj[k][k] + 1e-12 + (frozen[k] ? 1.0 : 0.0);
-        delta[k] = frozen[k] ? 0.0 : -jtr[k];
-      }
-      if (!solve_spd(m, delta)) {
-        lambda *= 10;
-        continue;
-      }
-      std::vector<double> next = theta;
-      for (std::size_t k = 0; k < n; ++k)
-        next[k] = std::clamp(next[k] + std::clamp(delta[k], -5.0, 5.0), theta_lo[k], theta_hi[k]);
-      const std::vector<double> r_next = residuals(next);
-      const double c_next = cost_of(r_next);
-      if (c_next < cost) {
-        const double gain = cost - c_next;
-        theta = next;
-        r = r_next;
-        cost = c_next;
-        lambda = std::max(lambda / 10, 1e-12);
-        improved = true;
-        if (gain <= 1e-15 * cost) it = options.max_iterations;  // converged
-      } else {
-        lambda *= 10;
-      }
-    }
-    if (!improved) break;
+    starts.push_back(std::move(t));
   }
+  std::vector<Descent> ends;
+  ends.reserve(starts.size());
+  std::size_t best = 0;
+  for (const std::vector<double>& from : starts) {
+    ends.push_back(descend(from));
+    if (ends.back().cost < ends[best].cost) best = ends.size() - 1;
+  }
+  theta = ends[best].theta;
+  std::vector<double> r = ends[best].r;
+  double cost = ends[best].cost;
+  result.iterations = ends[best].iterations;
+  result.starts = static_cast<int>(starts.size());
+  result.best_start = static_cast<int>(best);
   // Parameters whose effects on every point are proportional (latency and
   // overhead when every route has the same hop count) cannot be fitted apart:
   // only their combination is determined, so say so rather than let a user
   // trust the split. Proportionality is transitive, so the pairs form groups;
   // one warning names each group.
+  std::vector<std::size_t> group(n);
+  std::vector<bool> frozen_at_fit(n, false);  // no point depends on it at the fit
   {
     const std::vector<std::vector<double>> jac = jacobian(theta);
-    std::vector<std::size_t> group(n);
     for (std::size_t k = 0; k < n; ++k) group[k] = k;
     const auto find = [&](std::size_t k) {
       while (group[k] != k) k = group[k] = group[group[k]];
@@ -618,10 +772,12 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
         }
         if (std::abs(ab) >= (1 - 1e-7) * std::sqrt(aa * bb)) group[find(b)] = find(a);
       }
+    for (std::size_t k = 0; k < n; ++k) group[k] = find(k);
+    frozen_at_fit = frozen;
     for (std::size_t root = 0; root < n; ++root) {
       std::vector<std::string> names;
       for (std::size_t k = 0; k < n; ++k)
-        if (find(k) == root) names.push_back(params[k].name);
+        if (group[k] == root) names.push_back(params[k].name);
       if (names.size() < 2) continue;
       std::string list;
       for (std::size_t i = 0; i < names.size(); ++i)
@@ -630,6 +786,105 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
                                 " affect every point in proportion: only their combination is "
                                 "fitted (the split between them stays near the base); add points "
                                 "that tell them apart (e.g. routes of other hop counts)");
+    }
+  }
+
+  // What a fit determines, compared between fits: each parameter some
+  // point depends on, and each group of proportional ones as its
+  // combination (latencies and overheads add up; bandwidths in series add
+  // up as 1 / bandwidth). A group that mixes the two is not compared.
+  const std::vector<Quantity> quantities = determined_quantities(params, group, frozen);
+  const auto spread_of = [&](const std::vector<const Descent*>& fits) {
+    std::vector<ParamSpread> out;
+    for (const Quantity& q : quantities) {
+      ParamSpread s;
+      s.name = q.name;
+      s.scale = display_scale(params[q.members.front()].kind);
+      s.fitted = q.value(theta);
+      s.lowest = s.highest = s.fitted;
+      for (const Descent* fit : fits) {
+        const double v = q.value(fit->theta);
+        s.values.push_back(v);
+        s.lowest = std::min(s.lowest, v);
+        s.highest = std::max(s.highest, v);
+      }
+      s.spread = s.lowest > 0 ? s.highest / s.lowest - 1 : 0;
+      out.push_back(std::move(s));
+    }
+    return out;
+  };
+  const auto disagreements = [](const std::vector<ParamSpread>& spreads) {
+    std::string list;
+    for (const ParamSpread& s : spreads)
+      if (s.spread > kStabilityTolerance)
+        list += (list.empty() ? "" : "; ") + s.name + " " + fmt("%.4g", s.lowest * s.scale) + ".." +
+                fmt("%.4g", s.highest * s.scale) + " (" + fmt("%.0f", 100 * s.spread) + "%)";
+    return list;
+  };
+  // Starts that ended as low as the best (within kLossTie) but elsewhere:
+  // the measurements do not pin what they disagree on.
+  {
+    std::vector<const Descent*> near;
+    for (std::size_t e = 0; e < ends.size(); ++e)
+      if (e != best && ends[e].cost <= cost * (1 + kLossTie) + 1e-26) near.push_back(&ends[e]);
+    result.starts_at_best = static_cast<int>(near.size()) + 1;
+    if (!near.empty()) {
+      result.start_spread = spread_of(near);
+      const std::string list = disagreements(result.start_spread);
+      if (!list.empty())
+        result.warnings.push_back(std::to_string(near.size() + 1) + " of the " +
+                                  std::to_string(ends.size()) + " starts end within " +
+                                  fmt("%g", 100 * kLossTie) +
+                                  "% of the lowest loss but disagree by more than " +
+                                  fmt("%g", 100 * kStabilityTolerance) + "% on " + list +
+                                  ": the measurements do not pin it; the lowest is kept");
+    }
+  }
+  // The repeats: a point's repeat is the rank of its file among the files
+  // that measured the same distinct point (m.json, m.2.json, m.3.json: three
+  // repeats of every row). Each repeat alone is fitted from the joint fit;
+  // how far their parameters move is how far a fresh run's would.
+  if (search.final) {
+    std::map<std::size_t, std::vector<std::string>> files_of;
+    for (const Point& pt : points) {
+      std::vector<std::string>& f = files_of[pt.same_as];
+      if (std::find(f.begin(), f.end(), pt.file) == f.end()) f.push_back(pt.file);
+    }
+    std::size_t repeats = 0;
+    for (const auto& [first, files] : files_of) repeats = std::max(repeats, files.size());
+    if (repeats >= 2) {
+      std::vector<Descent> fits;
+      track_mattered = false;
+      for (std::size_t rep = 0; rep < repeats; ++rep) {
+        std::vector<char> in(points.size(), 0);
+        for (std::size_t i = 0; i < points.size(); ++i) {
+          const std::vector<std::string>& f = files_of[points[i].same_as];
+          const auto at =
+              static_cast<std::size_t>(std::find(f.begin(), f.end(), points[i].file) - f.begin());
+          in[i] = at == rep % f.size() ? 1 : 0;
+        }
+        subset = &in;
+        fits.push_back(descend(theta));
+        const std::vector<double> own = raw_residuals(fits.back().theta);
+        std::vector<double> abs_own;
+        for (std::size_t i = 0; i < points.size(); ++i)
+          if (in[i] != 0) abs_own.push_back(std::abs(own[i]));
+        result.repeat_median_abs_error.push_back(quantile(abs_own, 0.5));
+        subset = nullptr;
+      }
+      track_mattered = true;
+      result.repeats = static_cast<int>(repeats);
+      std::vector<const Descent*> all;
+      for (const Descent& d : fits) all.push_back(&d);
+      result.repeat_spread = spread_of(all);
+      const std::string list = disagreements(result.repeat_spread);
+      if (!list.empty())
+        result.warnings.push_back(
+            "the " + std::to_string(repeats) +
+            " repeats, each fitted alone, disagree by more "
+            "than " +
+            fmt("%g", 100 * kStabilityTolerance) + "% on " + list +
+            ": a fresh run would fit elsewhere; more repeats or iterations (-n) narrow it");
     }
   }
   r = raw_residuals(theta);  // leaves `trial` at the fitted values
@@ -642,10 +897,16 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
     const bool zero_ok =
         params[k].kind == ParamKind::latency || params[k].kind == ParamKind::overhead;
     const double tol = 1e-6;
-    // host_cores at the host's core count is the host itself, not suspect.
-    const bool top_ok = params[k].kind == ParamKind::host_cores;
-    params[k].at_bound = ever_mattered[k] && ((!top_ok && theta[k] >= theta_hi[k] - tol) ||
-                                              (!zero_ok && theta[k] <= theta_lo[k] + tol));
+    // host_cores at either end is physical: the host's core count is the
+    // host itself, and 1 is local work that never runs faster together than
+    // one rank alone (memory-bound; below 1 would only rescale the
+    // reduction and copy bandwidths).
+    const bool ends_ok = params[k].kind == ParamKind::host_cores;
+    // A bandwidth the fit drove to its top where no point depends on it any
+    // more is a link that never limits: not suspect either.
+    params[k].at_bound =
+        ever_mattered[k] && !ends_ok && !frozen_at_fit[k] &&
+        (theta[k] >= theta_hi[k] - tol || (!zero_ok && theta[k] <= theta_lo[k] + tol));
   }
   result.classes = trial.classes_;
   result.endpoint = trial.endpoint_;
@@ -696,6 +957,7 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
   result.median_abs_error = quantile(abs_err, 0.5);
   result.p90_abs_error = quantile(abs_err, 0.9);
   result.max_abs_error = abs_err.empty() ? 0 : *std::max_element(abs_err.begin(), abs_err.end());
+  if (theta_out != nullptr) *theta_out = theta;
   return result;
 }
 
@@ -749,7 +1011,8 @@ std::pair<double, double> param_range(ParamKind kind, int host_cores_limit) {
 CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const Topology& base,
                             const CalibrateOptions& options) {
   const double base_cache = base.num_ranks() > 0 ? base.endpoint(0).cache_bytes : 0;
-  if (!(base_cache > 0)) return calibrate_fixed(inputs, base, options);
+  if (!(base_cache > 0) || !options.search_cache)
+    return calibrate_fixed(inputs, base, options, SearchPlan{});
   // The cache size is a threshold: the loss is a step function of it, with
   // no gradient to follow. So every power of two (MiB) between the smallest
   // and the largest buffer footprint measured is tried, plus the base's own
@@ -771,16 +1034,32 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& inputs, const T
   std::vector<double> candidates{base_cache};
   for (double c = 1048576.0; c <= hi && c <= 1e9 * 1048576.0; c *= 2)
     if (c >= lo && c != base_cache) candidates.push_back(c);
-  CalibrationResult best;
+  // Each candidate is fitted from the base; the final search (more starts,
+  // the repeats) runs on the best one only, from its fit.
   std::vector<std::pair<double, double>> tried;
+  std::size_t best = 0;
+  double best_loss = 0;
+  int best_iterations = 0;
+  std::vector<double> best_theta;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const CacheSized sized(base, candidates[i]);
-    CalibrationResult r = calibrate_fixed(inputs, sized, options);
+    std::vector<double> theta;
+    const CalibrationResult r =
+        calibrate_fixed(inputs, sized, options, SearchPlan{false, {}}, &theta);
     tried.emplace_back(candidates[i], r.loss);
-    if (i == 0 || r.loss < best.loss) best = std::move(r);
+    if (i == 0 || r.loss < best_loss) {
+      best = i;
+      best_loss = r.loss;
+      best_iterations = r.iterations;
+      best_theta = std::move(theta);
+    }
   }
-  best.cache_candidates = std::move(tried);
-  return best;
+  const CacheSized sized(base, candidates[best]);
+  CalibrationResult result = calibrate_fixed(inputs, sized, options, SearchPlan{true, best_theta});
+  result.cache_candidates = std::move(tried);
+  // Start 0 went on from the candidate's fit: count that fit's iterations.
+  if (result.best_start == 0) result.iterations += best_iterations;
+  return result;
 }
 
 namespace {
@@ -930,6 +1209,23 @@ std::string fitted_topology_text(const std::string& base_text, const std::string
                     ": the base's form cannot express the fitted values (one key of the file "
                     "feeds link classes that were fitted apart); use an explicit base "
                     "(nodes/links) with one entry per link");
+  // Routes follow latency (docs/TOPOLOGY.md): fitted latencies can make
+  // another path the shortest, and the file would then predict other times
+  // than the fit, which kept the base's routes.
+  std::vector<LinkId> want_route, got_route;
+  for (int src = 0; src < base.num_ranks(); ++src)
+    for (int dst = 0; dst < base.num_ranks(); ++dst) {
+      if (src == dst) continue;
+      base.route(src, dst, want_route);
+      check->route(src, dst, got_route);
+      if (want_route != got_route)
+        throw FileError(base_file + ": the fitted latencies route rank " + std::to_string(src) +
+                        " -> " + std::to_string(dst) + " over " + std::to_string(got_route.size()) +
+                        " links instead of the base's " + std::to_string(want_route.size()) +
+                        " (routes take the lowest total latency), so the fitted file would not "
+                        "give the fit's times; use a base where the fitted routes are the only "
+                        "ones (no path through other endpoints)");
+    }
   return text;
 }
 
@@ -980,6 +1276,35 @@ std::string format_calibration(const CalibrationResult& result) {
       out += line;
     }
     out += "\n";
+  }
+  if (result.starts > 1) {
+    std::snprintf(line, sizeof line,
+                  "# search: %d starts (the base and %d spread over each parameter's range); %d "
+                  "ended within %g%% of the lowest loss; the fit is start %d's\n",
+                  result.starts, result.starts - 1, result.starts_at_best, 100 * kLossTie,
+                  result.best_start + 1);
+    out += line;
+  }
+  if (result.repeats >= 2) {
+    out += "# repeats: " + std::to_string(result.repeats) +
+           " (the k-th file that measured a row is repeat k), each fitted alone from the joint "
+           "fit; median |error| on its own rows:";
+    for (double e : result.repeat_median_abs_error) {
+      std::snprintf(line, sizeof line, " %.3g%%", 100 * e);
+      out += line;
+    }
+    out += "\n";
+    std::snprintf(line, sizeof line, "%-56s %14s %s\n", "# determined by the fit", "joint",
+                  "each repeat's fit, spread (highest / lowest - 1)");
+    out += line;
+    for (const ParamSpread& sp : result.repeat_spread) {
+      std::string values;
+      for (double v : sp.values) values += fmt(" %.4g", v * sp.scale);
+      std::snprintf(line, sizeof line, "# %-54s %14.6g %s, %.1f%%%s\n", sp.name.c_str(),
+                    sp.fitted * sp.scale, values.c_str() + 1, 100 * sp.spread,
+                    sp.spread > kStabilityTolerance ? "  (over the tolerance)" : "");
+      out += line;
+    }
   }
   for (const std::string& w : result.warnings) out += "# warning: " + w + "\n";
   if (!result.match.empty())

@@ -54,6 +54,13 @@ struct CalibrateOptions {
   // bench records each rank's host's online CPUs), else this machine's
   // (std::thread::hardware_concurrency), which the output then says.
   int host_cores_limit = 0;
+  // Descents of the final fit: from the base and from starts - 1 more points
+  // spread over each parameter's plausible range (the same points every
+  // run); the lowest loss wins. >= 1; 1 = the base only.
+  int starts = 4;
+  // A base with cache_mb: try every power-of-two cache size (true) or keep
+  // the base's (false: e.g. re-fitting from a fitted file).
+  bool search_cache = true;
 };
 
 enum class ParamKind : std::uint8_t {
@@ -86,6 +93,24 @@ struct FittedParam {
 // bandwidth [1 MB/s, 10 TB/s]; dram_factor [1, 1000] (DRAM is never faster
 // than the cache); host_cores [1, host_cores_limit].
 std::pair<double, double> param_range(ParamKind kind, int host_cores_limit);
+
+// Fits agree when what they determine differs by at most this (relative):
+// the measurements' own repeats, each fitted alone, and starts that end as
+// low as the best (within kLossTie of its loss). docs/REPORTS.md.
+inline constexpr double kStabilityTolerance = 0.10;
+inline constexpr double kLossTie = 0.01;
+
+// How far one determined quantity moves between fits: a fitted parameter
+// some point depends on, or a group of proportional ones as their
+// combination (a sum of latencies and overheads; bandwidths in series).
+struct ParamSpread {
+  std::string name;
+  double scale = 1;                // SI value x scale = the printed unit (us, GB/s, 1)
+  double fitted = 0;               // the joint fit's, SI
+  std::vector<double> values;      // each other fit's, SI (repeats in order)
+  double lowest = 0, highest = 0;  // over the joint fit and the others
+  double spread = 0;               // highest / lowest - 1
+};
 
 struct PointFit {
   std::string file;
@@ -135,6 +160,20 @@ struct CalibrationResult {
   // The cache model (base with cache_mb): the cache sizes tried, each with
   // its fit's loss, in the order tried; the chosen one is endpoint.cache_bytes.
   std::vector<std::pair<double, double>> cache_candidates;
+  // The search (CalibrateOptions::starts): descents run, and how many ended
+  // within kLossTie of the lowest loss (the best included); what those
+  // others determined, against the best.
+  int starts = 1;
+  int best_start = 0;  // the descent that gave the fit (0: from the base)
+  int starts_at_best = 1;
+  std::vector<ParamSpread> start_spread;
+  // The repeats (a point measured in several files: the k-th file that
+  // measured it is repeat k), each fitted alone from the joint fit: how
+  // many (0 = the inputs hold no repeats), what each determined, and each
+  // repeat fit's median |relative error| on its own points.
+  int repeats = 0;
+  std::vector<ParamSpread> repeat_spread;
+  std::vector<double> repeat_median_abs_error;
 };
 
 // Validates every input against `base` (FileError naming the file and field:

@@ -29,6 +29,7 @@ struct CalibrateArgs {
   std::string min_bytes = "0";
   double huber = 0;
   int max_iterations = 100;
+  int starts = CalibrateOptions{}.starts;
   int ranks = 0;
   std::string match;
   std::string collective;
@@ -56,6 +57,7 @@ void run_calibrate(const CalibrateArgs& a) {
                      std::to_string(a.huber));
   options.huber = a.huber;
   options.max_iterations = a.max_iterations;
+  options.starts = a.starts;
   options.match = a.match;
   options.launch_devices = parse_launch_mode(a.launch);
   const ReadOptions read = read_options(a.collective, a.ranks);
@@ -153,6 +155,11 @@ void add_calibrate_command(CLI::App& app) {
                   "Levenberg-Marquardt iterations at most, per fit (default 100); the output "
                   "says how many ran")
       ->check(CLI::Range(1, 100000));
+  cmd->add_option("--starts", a->starts,
+                  "Descents of the final fit: from the base and STARTS - 1 more points spread "
+                  "over each parameter's range, the same every run; the lowest loss wins "
+                  "(default 4; 1 = the base only)")
+      ->check(CLI::Range(1, 64));
   cmd->add_option("--ranks", a->ranks,
                   "Ranks on the topology's first endpoints, as the measured run had them "
                   "(0 = all endpoints); also the rank count of nccl-tests logs without '# Rank' "

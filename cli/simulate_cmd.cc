@@ -186,6 +186,8 @@ void run_simulate(const SimulateArgs& a) {
                    a.segments_as.c_str(), std::string(to_string(runs.front().format)).c_str());
     } else {
       run_model = segment_model_of(run, a.segments_as);
+      // The run's nccl variants ran with bench's default channel plan.
+      sweep.nccl_as_bench = true;
       if (!run_model)
         throw FileError(a.segments_as +
                         ": segment_model: missing (the report predates it, or was not "
@@ -203,7 +205,9 @@ void run_simulate(const SimulateArgs& a) {
   sweep.ranks = topology->num_ranks();
   // "all" holds the nccl variants NCCL runs on this machine (nccl:nvls only
   // where a switch reduces, ...); named ones that do not apply are errors.
-  if (a.algorithm == "all") {
+  // Simulating a collkit run (--segments-as), they are the schedules bench
+  // ran, which it can run on any machine.
+  if (a.algorithm == "all" && !sweep.nccl_as_bench) {
     const NcclContext ctx = nccl_context(*topology, sweep.ranks);
     std::erase_if(sweep.algorithms, [&](const std::string& name) {
       return is_nccl_algorithm(name) &&

@@ -2,7 +2,7 @@
 # The measure -> calibrate -> simulate -> compare -> report pipeline of
 # docs/REPORTS.md ("End to end") on this host, at full scale:
 #
-#   mpirun -np NP collkit bench --backend mpi --collective C ... --json m-C.json  (x REPEATS)
+#   mpirun -np NP BIND collkit bench --backend mpi --collective C ... --json m-C.json  (x REPEATS)
 #   collkit calibrate m-*.json --topology BASE --huber 0.1 -o fit.json
 #   collkit simulate --topology fit.json --collective C ... --segments-as m-C.json --json s-C.json
 #   collkit compare s-C.json m-C.json m-C.2.json ... --min-bytes 64K --json cmp-C.json
@@ -17,6 +17,11 @@
 #   COMPARE_MIN [64K], HUBER [0.1] (calibrate --huber), FIT_ITERATIONS [100]
 #     (calibrate --max-iterations), FIT_MIN [0] (calibrate
 #     --min-bytes), COLLKIT [build/cli/collkit],
+#   BIND [--bind-to core:overload-allowed --map-by core]: where mpirun puts
+#     the ranks. Pinned round-robin (rank r on core r mod cores), every run
+#     places them alike; with `--bind-to none` the kernel's placement
+#     changes between runs and so do the times (docs/RESULTS.md: one rank
+#     pair sharing a core or not moved broadcast rows 1.5-3x between repeats).
 #   MEASURE [1]: 0 keeps the m-*.json already in OUT and only re-fits,
 #     re-simulates and re-compares (to try another base or FIT_MIN).
 # Needs a build with MPI (scripts/main.sh or test.sh) unless MEASURE=0.
@@ -30,6 +35,7 @@ collectives=${COLLECTIVES:-all_reduce all_gather reduce_scatter broadcast reduce
 sizes=(-b "${MINBYTES:-4K}" -e "${MAXBYTES:-16M}" -f "${FACTOR:-2}")
 collkit=${COLLKIT:-build/cli/collkit}
 compare_min=${COMPARE_MIN:-64K}
+bind=${BIND:---bind-to core:overload-allowed --map-by core}
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$out"
@@ -47,7 +53,8 @@ if [ "$measure" = 1 ]; then
   for k in $(seq 1 "$repeats"); do
     for c in $collectives; do
       echo "== measure $c on $np ranks (repeat $k of $repeats)"
-      mpirun --oversubscribe --bind-to none -np "$np" "$collkit" bench --backend mpi \
+      # shellcheck disable=SC2086 # BIND is a list of mpirun options
+      mpirun --oversubscribe $bind -np "$np" "$collkit" bench --backend mpi \
         --collective "$c" "${sizes[@]}" -n "${ITERS:-100}" -w "${WARMUP:-5}" \
         --json "$(repeat_file "$c" "$k")" >"$out/bench-$c.$k.txt"
     done

@@ -42,10 +42,15 @@ std::vector<SweepPoint> simulate_sweep(const SweepSpec& spec, const Topology& to
   // make_schedule validates name, variant, root, segment and group; building
   // the schedule generates no steps, so this costs nothing per algorithm.
   // The nccl family is resolved on the topology (sim/nccl.h): its plan,
-  // protocol and channels come from there.
+  // protocol and channels come from there (named variants with
+  // nccl_as_bench: as bench builds them, like any other schedule).
+  const auto on_topology = [&](const std::string& algorithm) {
+    return is_nccl_algorithm(algorithm) &&
+           (!sweep.nccl_as_bench || nccl_variant(algorithm).empty());
+  };
   bool any_nccl = false;
   for (const std::string& algorithm : sweep.algorithms) {
-    if (is_nccl_algorithm(algorithm)) {
+    if (on_topology(algorithm)) {
       any_nccl = true;
       continue;
     }
@@ -60,7 +65,7 @@ std::vector<SweepPoint> simulate_sweep(const SweepSpec& spec, const Topology& to
   if (any_nccl) {
     // Fail before the sweep when a named variant does not apply here at all.
     for (const std::string& algorithm : sweep.algorithms)
-      if (is_nccl_algorithm(algorithm)) {
+      if (on_topology(algorithm)) {
         const ScheduleSpec spec =
             schedule_spec(sweep, algorithm, map_size(sweep.collective, 1 << 20, 1, sweep.ranks));
         make_schedule(nccl_schedule_spec(spec, *ctx, choose(spec), topology));
@@ -69,7 +74,7 @@ std::vector<SweepPoint> simulate_sweep(const SweepSpec& spec, const Topology& to
   std::vector<SweepPoint> points = run_sweep(
       sweep,
       [&](const ScheduleSpec& spec) {
-        if (is_nccl_algorithm(spec.algorithm))
+        if (on_topology(spec.algorithm))
           return simulate(*make_schedule(nccl_schedule_spec(spec, *ctx, choose(spec), topology)),
                           topology, options)
               .time;
@@ -77,7 +82,7 @@ std::vector<SweepPoint> simulate_sweep(const SweepSpec& spec, const Topology& to
       },
       progress);
   for (SweepPoint& pt : points)
-    if (is_nccl_algorithm(pt.algorithm))
+    if (on_topology(pt.algorithm))
       pt.note = describe(choose(schedule_spec(sweep, pt.algorithm, pt.size)));
   return points;
 }

@@ -31,6 +31,13 @@ struct SweepSpec {
   int group_size = 0;               // hierarchical algorithms; 0 = automatic
   int node_size = 0;                // ranks per node; 0 = unknown (simulate_sweep: the topology's)
   CostParams model{};               // only picks default segment sizes
+  // The named nccl variants (nccl:ring, ...) as collkit bench runs them:
+  // built from the spec with their default channel plan (bench knows no
+  // topology), not NCCL's choice on the topology. Set when simulating a
+  // measured run (simulate --segments-as a collkit report), so the
+  // prediction is of the schedules that ran. "nccl" (NCCL's own choice)
+  // is made on the topology either way.
+  bool nccl_as_bench = false;
 };
 
 // The ScheduleSpec of one (algorithm, size) of the sweep.
