@@ -22,8 +22,8 @@ cmake -S "$root" -B "$build" -G Ninja \
 
 # Only what gpu-run.sh runs.
 targets=(collkit reduce_kernel_bench realrun_device_reduce realrun_cuda_multirank
-         realrun_cuda_bench_cli realrun_multirank realrun_harness realrun_executor
-         realrun_reduce_host)
+         realrun_cuda_interpreter realrun_cuda_bench_cli realrun_multirank
+         realrun_interpreter realrun_harness realrun_executor realrun_reduce_host)
 cmake --build "$build" -j"$jobs" --target "${targets[@]}"
 
 # Shared libraries outside glibc/libstdc++/NCCL/the driver go along.
