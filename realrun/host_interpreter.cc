@@ -91,8 +91,8 @@ void run_lane_dispatch(DataType type, RedOp op, HostEnv& env, const interp::Lane
 HostInterpreter::HostInterpreter(const DeviceProgram& program, std::span<const AreaBases> bases)
     : program_(program),
       flags_(std::make_unique<interp::Flag[]>(static_cast<std::size_t>(program.flags()) + 1)) {
-  std::vector<interp::Flag*> addresses;
-  for (int f = 0; f < program.flags(); ++f) addresses.push_back(&flags_[f]);
+  std::vector<interp::Flag*> addresses(program.flags());
+  for (int f = 0; f < program.flags(); ++f) addresses[f] = &flags_[f];
   ops_ = bind_device_program(program, bases, addresses);
 }
 
