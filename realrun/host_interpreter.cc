@@ -40,49 +40,34 @@ struct HostEnv {
   }
 };
 
-template <typename T, int OP>
-void run_lane_typed(HostEnv& env, const interp::LaneRun& run, interp::ErrorCode& result) {
-  result = interp::run_lane<T, OP, false>(env, run);
-}
-
 template <typename T>
-void run_lane_op(RedOp op, HostEnv& env, const interp::LaneRun& run, interp::ErrorCode& result) {
-  switch (op) {
-    case RedOp::sum:
-    case RedOp::avg:
-      return run_lane_typed<T, elem::kSum>(env, run, result);
-    case RedOp::prod:
-      return run_lane_typed<T, elem::kProd>(env, run, result);
-    case RedOp::min:
-      return run_lane_typed<T, elem::kMin>(env, run, result);
-    case RedOp::max:
-      return run_lane_typed<T, elem::kMax>(env, run, result);
-  }
+void run_lane_typed(HostEnv& env, const interp::LaneRun& run, interp::ErrorCode& result) {
+  result = interp::run_lane<T>(env, run);
 }
 
-void run_lane_dispatch(DataType type, RedOp op, HostEnv& env, const interp::LaneRun& run,
+void run_lane_dispatch(DataType type, HostEnv& env, const interp::LaneRun& run,
                        interp::ErrorCode& result) {
   switch (type) {
     case DataType::int8:
-      return run_lane_op<std::int8_t>(op, env, run, result);
+      return run_lane_typed<std::int8_t>(env, run, result);
     case DataType::uint8:
-      return run_lane_op<std::uint8_t>(op, env, run, result);
+      return run_lane_typed<std::uint8_t>(env, run, result);
     case DataType::int32:
-      return run_lane_op<std::int32_t>(op, env, run, result);
+      return run_lane_typed<std::int32_t>(env, run, result);
     case DataType::uint32:
-      return run_lane_op<std::uint32_t>(op, env, run, result);
+      return run_lane_typed<std::uint32_t>(env, run, result);
     case DataType::int64:
-      return run_lane_op<std::int64_t>(op, env, run, result);
+      return run_lane_typed<std::int64_t>(env, run, result);
     case DataType::uint64:
-      return run_lane_op<std::uint64_t>(op, env, run, result);
+      return run_lane_typed<std::uint64_t>(env, run, result);
     case DataType::half:
-      return run_lane_op<elem::Half16>(op, env, run, result);
+      return run_lane_typed<elem::Half16>(env, run, result);
     case DataType::bfloat16:
-      return run_lane_op<elem::BFloat16>(op, env, run, result);
+      return run_lane_typed<elem::BFloat16>(env, run, result);
     case DataType::float32:
-      return run_lane_op<float>(op, env, run, result);
+      return run_lane_typed<float>(env, run, result);
     case DataType::float64:
-      return run_lane_op<double>(op, env, run, result);
+      return run_lane_typed<double>(env, run, result);
   }
 }
 
@@ -117,11 +102,12 @@ void HostInterpreter::run(const HostInterpreterOptions& options) {
     run.avg_ranks = program_.ranks;
     run.spin_limit_ns = static_cast<std::uint64_t>(options.spin_limit_ms * 1e6);
     run.error = &error_;
+    run.combine = interp::combine_of(program_.op);
     HostEnv env{std::mt19937_64(seeds[t]), options.random_delays, 0};
     if (rank == options.slow_rank && (options.slow_lane < 0 || options.slow_lane == run.lane))
       env.sleep_us = options.slow_us;
     pool.emplace_back([this, run, env, &results, t]() mutable {
-      run_lane_dispatch(program_.type, program_.op, env, run, results[t]);
+      run_lane_dispatch(program_.type, env, run, results[t]);
     });
   }
   for (std::thread& th : pool) th.join();

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/dtypes.h"
 #include "realrun/element_ops.h"
 
 #ifdef __CUDACC__
@@ -79,6 +80,23 @@ COLLKIT_INTERP std::uint32_t error_code(Flag word) {
 COLLKIT_INTERP int error_rank(Flag word) { return static_cast<int>((word >> 32) & 0xFFFFFFu); }
 COLLKIT_INTERP std::uint32_t error_op(Flag word) { return static_cast<std::uint32_t>(word); }
 
+// The combining function of a reduction op (avg reduces as sum; its
+// division is the program's finish_avg operation). Host code.
+inline constexpr int combine_of(RedOp op) {
+  switch (op) {
+    case RedOp::prod:
+      return elem::kProd;
+    case RedOp::min:
+      return elem::kMin;
+    case RedOp::max:
+      return elem::kMax;
+    case RedOp::sum:
+    case RedOp::avg:
+      break;
+  }
+  return elem::kSum;
+}
+
 // What one lane of one rank runs with.
 struct LaneRun {
   const ExecOp* ops = nullptr;  // the rank's program
@@ -90,48 +108,58 @@ struct LaneRun {
   int avg_ranks = 1;                // finish_avg's divisor
   std::uint64_t spin_limit_ns = 0;  // a wait longer than this is an error
   Flag* error = nullptr;            // the program's error word
+  bool system_scope = false;        // flags at system scope (ranks on several GPUs)
+  int combine = elem::kSum;         // reduce's function (elem::Op; avg reduces as sum)
 };
 
 // ---- flags ------------------------------------------------------------------
+// `system`: ranks on several GPUs (flags read across the peer mapping), so
+// system scope; otherwise device scope. A run-time choice, uniform over a
+// launch (one object is never accessed at two scopes at once): a template
+// parameter would double the kernel's instantiations for code off the hot
+// loops.
 #ifdef __CUDACC__
-// kSystem: ranks on several GPUs (flags read across the peer mapping);
-// otherwise device scope.
-template <bool kSystem>
-using FlagRef =
-    cuda::atomic_ref<Flag, kSystem ? cuda::thread_scope_system : cuda::thread_scope_device>;
+template <cuda::thread_scope kScope>
+using FlagRef = cuda::atomic_ref<Flag, kScope>;
 
-template <bool kSystem>
-COLLKIT_INTERP Flag flag_load(Flag* f) {
-  return FlagRef<kSystem>(*f).load(cuda::std::memory_order_acquire);
+COLLKIT_INTERP Flag flag_load(Flag* f, bool system) {
+  constexpr auto kAcquire = cuda::std::memory_order_acquire;
+  return system ? FlagRef<cuda::thread_scope_system>(*f).load(kAcquire)
+                : FlagRef<cuda::thread_scope_device>(*f).load(kAcquire);
 }
-template <bool kSystem>
-COLLKIT_INTERP void flag_add(Flag* f) {
-  FlagRef<kSystem>(*f).fetch_add(1, cuda::std::memory_order_release);
+COLLKIT_INTERP void flag_add(Flag* f, bool system) {
+  constexpr auto kRelease = cuda::std::memory_order_release;
+  if (system) {
+    FlagRef<cuda::thread_scope_system>(*f).fetch_add(1, kRelease);
+  } else {
+    FlagRef<cuda::thread_scope_device>(*f).fetch_add(1, kRelease);
+  }
 }
-template <bool kSystem>
-COLLKIT_INTERP Flag error_load(Flag* e) {
-  return FlagRef<kSystem>(*e).load(cuda::std::memory_order_relaxed);
+COLLKIT_INTERP Flag error_load(Flag* e, bool system) {
+  constexpr auto kRelaxed = cuda::std::memory_order_relaxed;
+  return system ? FlagRef<cuda::thread_scope_system>(*e).load(kRelaxed)
+                : FlagRef<cuda::thread_scope_device>(*e).load(kRelaxed);
 }
-template <bool kSystem>
-COLLKIT_INTERP void error_store(Flag* e, Flag word) {
+COLLKIT_INTERP void error_store(Flag* e, Flag word, bool system) {
+  constexpr auto kRelaxed = cuda::std::memory_order_relaxed;
   Flag expected = 0;
-  FlagRef<kSystem>(*e).compare_exchange_strong(expected, word, cuda::std::memory_order_relaxed);
+  if (system) {
+    FlagRef<cuda::thread_scope_system>(*e).compare_exchange_strong(expected, word, kRelaxed);
+  } else {
+    FlagRef<cuda::thread_scope_device>(*e).compare_exchange_strong(expected, word, kRelaxed);
+  }
 }
 #else
-template <bool kSystem>
-COLLKIT_INTERP Flag flag_load(Flag* f) {
+COLLKIT_INTERP Flag flag_load(Flag* f, bool /*system*/) {
   return std::atomic_ref<Flag>(*f).load(std::memory_order_acquire);
 }
-template <bool kSystem>
-COLLKIT_INTERP void flag_add(Flag* f) {
+COLLKIT_INTERP void flag_add(Flag* f, bool /*system*/) {
   std::atomic_ref<Flag>(*f).fetch_add(1, std::memory_order_release);
 }
-template <bool kSystem>
-COLLKIT_INTERP Flag error_load(Flag* e) {
+COLLKIT_INTERP Flag error_load(Flag* e, bool /*system*/) {
   return std::atomic_ref<Flag>(*e).load(std::memory_order_relaxed);
 }
-template <bool kSystem>
-COLLKIT_INTERP void error_store(Flag* e, Flag word) {
+COLLKIT_INTERP void error_store(Flag* e, Flag word, bool /*system*/) {
   Flag expected = 0;
   std::atomic_ref<Flag>(*e).compare_exchange_strong(expected, word, std::memory_order_relaxed);
 }
@@ -248,20 +276,19 @@ COLLKIT_INTERP void avg_slice(const ExecOp& op, int avg_ranks, int lane, int lan
 //   std::uint64_t now_ns()       a clock for the spin limit
 //   void pause()                 between two polls of a flag
 //   void between_ops()           before every operation (host: random delays)
-// kSystem: flags at system scope (ranks on several GPUs).
-template <bool kSystem, class Env>
+template <class Env>
 COLLKIT_INTERP ErrorCode wait_flag(Env& env, const LaneRun& run, Flag* flag, Flag target,
                                    std::uint32_t op_index) {
-  if (flag_load<kSystem>(flag) >= target) return kOk;
+  if (flag_load(flag, run.system_scope) >= target) return kOk;
   const std::uint64_t start = env.now_ns();
   for (unsigned polls = 1;; ++polls) {
     env.pause();
-    if (flag_load<kSystem>(flag) >= target) return kOk;
+    if (flag_load(flag, run.system_scope) >= target) return kOk;
     // The clock and the error word every 16 polls.
     if (polls % 16 != 0) continue;
-    if (error_load<kSystem>(run.error) != 0) return kAborted;
+    if (error_load(run.error, run.system_scope) != 0) return kAborted;
     if (env.now_ns() - start > run.spin_limit_ns) {
-      error_store<kSystem>(run.error, error_word(kTimeout, run.rank, op_index));
+      error_store(run.error, error_word(kTimeout, run.rank, op_index), run.system_scope);
       return kTimeout;
     }
   }
@@ -269,8 +296,9 @@ COLLKIT_INTERP ErrorCode wait_flag(Env& env, const LaneRun& run, Flag* flag, Fla
 
 // Runs one lane of one rank's program; kOk, or why it stopped (the error word
 // then says where the first failure was).
-template <typename T, int OP, bool kSystem, class Env>
+template <typename T, class Env>
 COLLKIT_INTERP ErrorCode run_lane(Env& env, const LaneRun& run) {
+  const int lane = run.lane, lanes = run.lanes;
   for (std::uint32_t i = 0; i < run.count; ++i) {
     const ExecOp op = run.ops[i];
     env.between_ops();
@@ -279,28 +307,43 @@ COLLKIT_INTERP ErrorCode run_lane(Env& env, const LaneRun& run) {
       case kBarrier:
         // The previous operation ended with sync(): the lane's writes are
         // done; the release makes them visible with the flag.
-        if (env.leader()) flag_add<kSystem>(op.flag);
+        if (env.leader()) flag_add(op.flag, run.system_scope);
         if (op.code == kSignal) break;
         [[fallthrough]];
       case kWait: {
         int status = kOk;
         if (env.leader())
-          status = wait_flag<kSystem>(env, run, op.flag,
-                                      static_cast<Flag>(op.arrivals) * (run.epoch + 1), i);
+          status =
+              wait_flag(env, run, op.flag, static_cast<Flag>(op.arrivals) * (run.epoch + 1), i);
         status = env.share(status);
         if (status != kOk) return static_cast<ErrorCode>(status);
         break;
       }
       case kCopy:
-        data_slice<T, OP, false>(op, run.lane, run.lanes, env.thread(), env.threads());
+        data_slice<T, elem::kSum, false>(op, lane, lanes, env.thread(), env.threads());
         env.sync();
         break;
       case kReduce:
-        data_slice<T, OP, true>(op, run.lane, run.lanes, env.thread(), env.threads());
+        // The combining function is chosen once per operation, not per
+        // element: one instantiation per type holds all four.
+        switch (run.combine) {
+          case elem::kProd:
+            data_slice<T, elem::kProd, true>(op, lane, lanes, env.thread(), env.threads());
+            break;
+          case elem::kMin:
+            data_slice<T, elem::kMin, true>(op, lane, lanes, env.thread(), env.threads());
+            break;
+          case elem::kMax:
+            data_slice<T, elem::kMax, true>(op, lane, lanes, env.thread(), env.threads());
+            break;
+          default:
+            data_slice<T, elem::kSum, true>(op, lane, lanes, env.thread(), env.threads());
+            break;
+        }
         env.sync();
         break;
       case kFinishAvg:
-        avg_slice<T>(op, run.avg_ranks, run.lane, run.lanes, env.thread(), env.threads());
+        avg_slice<T>(op, run.avg_ranks, lane, lanes, env.thread(), env.threads());
         env.sync();
         break;
       default:
@@ -312,32 +355,28 @@ COLLKIT_INTERP ErrorCode run_lane(Env& env, const LaneRun& run) {
 
 #ifdef __CUDACC__
 // A thread block as the Env of run_lane.
-template <bool kSystem>
 struct BlockEnv {
   int* shared;  // one int of shared memory
+  bool system;  // flags at system scope
   __device__ int thread() const { return static_cast<int>(threadIdx.x); }
   __device__ int threads() const { return static_cast<int>(blockDim.x); }
   __device__ bool leader() const { return threadIdx.x == 0; }
+  __device__ void fence() const {
+    if (system) {
+      __threadfence_system();
+    } else {
+      __threadfence();
+    }
+  }
   __device__ void sync() {
     __syncthreads();
     // The leader's flag_add follows: make the block's writes visible at the
     // flag's scope first (what the release does for the leader's own).
-    if (threadIdx.x == 0) {
-      if (kSystem) {
-        __threadfence_system();
-      } else {
-        __threadfence();
-      }
-    }
+    if (threadIdx.x == 0) fence();
   }
   __device__ int share(int v) {
     if (threadIdx.x == 0) {
-      // After the acquire: the other threads read what the flag published.
-      if (kSystem) {
-        __threadfence_system();
-      } else {
-        __threadfence();
-      }
+      fence();  // after the acquire: the other threads read what the flag published
       *shared = v;
     }
     __syncthreads();

@@ -382,8 +382,7 @@ class CudaBackend final : public BenchBackend {
     devices_ = cuda_device_count();
     for (int r = 0; r < ranks_; ++r) rank_device_.push_back(r % devices_);
     if (cfg_.engine != CudaEngine::streams) {
-      interpreter_problem_ =
-          CudaInterpreter(rank_device_).problem(cfg_.dtypes.front(), cfg_.ops.front());
+      interpreter_problem_ = CudaInterpreter(rank_device_).problem(cfg_.dtypes.front());
       // One block per multiprocessor per lane at most, by default.
       const int per_device = (ranks_ + devices_ - 1) / devices_;
       int sms = 0;
@@ -465,8 +464,8 @@ class CudaBackend final : public BenchBackend {
         for (const CompiledPlan& p : plans) ptrs.push_back(&p);
         const MultiRankProgram program =
             compile_multirank(ptrs, &CudaInterpreter::can_read, interpreter.get());
-        const int max_lanes = interpreter->max_lanes(type, op);
-        if (max_lanes < 1) why = interpreter->problem(type, op);
+        const int max_lanes = interpreter->max_lanes(type);
+        if (max_lanes < 1) why = interpreter->problem(type);
         if (max_lanes >= 1 && lanes_override_ > max_lanes)
           throw UsageError("COLLKIT_INTERPRETER_LANES=" + std::to_string(lanes_override_) +
                            ": at most " + std::to_string(max_lanes) +

@@ -29,17 +29,17 @@ bool CudaInterpreter::can_read(void* self, int dst, int src) {
   return e->peer_[e->rank_device_[dst]][e->rank_device_[src]];
 }
 
-int CudaInterpreter::max_lanes(DataType type, RedOp op) const {
+int CudaInterpreter::max_lanes(DataType type) const {
   int lanes = INT_MAX;
   for (const PerDevice& pd : per_device_) {
     DeviceGuard g(pd.device);
-    const int resident = interpreter_resident_blocks(type, op, system_scope_);
+    const int resident = interpreter_resident_blocks(type);
     lanes = std::min(lanes, resident / static_cast<int>(pd.ranks.size()));
   }
   return lanes == INT_MAX ? 0 : lanes;
 }
 
-std::string CudaInterpreter::problem(DataType type, RedOp op) const {
+std::string CudaInterpreter::problem(DataType type) const {
   for (int a : devices_)
     for (int b : devices_)
       if (!peer_[a][b])
@@ -47,7 +47,7 @@ std::string CudaInterpreter::problem(DataType type, RedOp op) const {
                "'s memory (no peer access), and the interpreter's ranks pull from their peers";
   for (const PerDevice& pd : per_device_) {
     DeviceGuard g(pd.device);
-    const int resident = interpreter_resident_blocks(type, op, system_scope_);
+    const int resident = interpreter_resident_blocks(type);
     if (resident < static_cast<int>(pd.ranks.size()))
       return "GPU " + std::to_string(pd.device) + " holds " + std::to_string(resident) +
              " interpreter blocks at once, fewer than its " + std::to_string(pd.ranks.size()) +

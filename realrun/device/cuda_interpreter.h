@@ -36,9 +36,9 @@ class CudaInterpreter {
   // Empty when the ranks can run here with one block each at least: every
   // pair of GPUs has peer access and each GPU holds its ranks' blocks at
   // once; otherwise why not.
-  std::string problem(DataType type, RedOp op) const;
+  std::string problem(DataType type) const;
   // Blocks per rank every GPU can hold at once for its ranks (0: not one).
-  int max_lanes(DataType type, RedOp op) const;
+  int max_lanes(DataType type) const;
 
   // Binds `program` to the ranks' areas and uploads it; zeroes the flags.
   // The program is kept (for error messages).

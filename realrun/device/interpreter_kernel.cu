@@ -1,6 +1,9 @@
 // The persistent interpreter kernel: block b runs lane b % lanes of rank
 // ranks_here[b / lanes] through realrun/interpreter.h. One instantiation per
-// stored type x combining function x flag scope.
+// stored type (10): the combining function is chosen once per operation and
+// the flags' scope once per wait or signal, both off the element loops. Every
+// instantiation costs each program that links the device library, and
+// gpu-build.sh carries those to the GPU machine within 64 MiB.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -14,7 +17,7 @@
 namespace collkit::realrun {
 namespace {
 
-template <typename T, int OP, bool kSystem>
+template <typename T>
 __global__ void __launch_bounds__(kInterpreterThreads) interpreter_kernel(InterpreterLaunch a) {
   __shared__ int shared;
   InterpreterState* st = a.state;
@@ -24,7 +27,7 @@ __global__ void __launch_bounds__(kInterpreterThreads) interpreter_kernel(Interp
   // The previous launch on this stream has ended: its last block advanced
   // the epoch before it.
   const unsigned long long epoch = *reinterpret_cast<volatile unsigned long long*>(&st->epoch);
-  if (interp::error_load<kSystem>(&st->error) == 0) {
+  if (interp::error_load(&st->error, a.system_scope) == 0) {
     interp::LaneRun run;
     run.ops = a.ops + a.first_op[rank];
     run.count = a.first_op[rank + 1] - a.first_op[rank];
@@ -35,8 +38,10 @@ __global__ void __launch_bounds__(kInterpreterThreads) interpreter_kernel(Interp
     run.avg_ranks = a.avg_ranks;
     run.spin_limit_ns = a.spin_limit_ns;
     run.error = &st->error;
-    interp::BlockEnv<kSystem> env{&shared};
-    interp::run_lane<T, OP, kSystem>(env, run);
+    run.system_scope = a.system_scope;
+    run.combine = a.combine;
+    interp::BlockEnv env{&shared, a.system_scope};
+    interp::run_lane<T>(env, run);
   }
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -51,76 +56,46 @@ __global__ void __launch_bounds__(kInterpreterThreads) interpreter_kernel(Interp
   }
 }
 
-template <typename T, int OP, bool kSystem>
+template <typename T>
 void launch_typed(const InterpreterLaunch& a, cudaStream_t stream) {
-  interpreter_kernel<T, OP, kSystem><<<a.count_here * a.lanes, kInterpreterThreads, 0, stream>>>(a);
+  interpreter_kernel<T><<<a.count_here * a.lanes, kInterpreterThreads, 0, stream>>>(a);
 }
 
-template <typename T, int OP, bool kSystem>
+template <typename T>
 int resident_typed() {
   int device = 0, per_sm = 0, sms = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, interpreter_kernel<T, OP, kSystem>,
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, interpreter_kernel<T>,
                                                     kInterpreterThreads, 0) != cudaSuccess)
     return 0;
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) return 0;
   return per_sm * sms;
 }
 
-template <typename T, int OP>
-void by_scope(const InterpreterLaunch& a, cudaStream_t s) {
-  if (a.system_scope) {
-    launch_typed<T, OP, true>(a, s);
-  } else {
-    launch_typed<T, OP, false>(a, s);
-  }
-}
-
-template <typename T, int OP>
-int resident_by_scope(bool system) {
-  return system ? resident_typed<T, OP, true>() : resident_typed<T, OP, false>();
-}
-
-// f.operator()<T, OP>() for the runtime type and op.
-template <typename T, typename F>
-auto by_op(RedOp op, F&& f) {
-  switch (op) {
-    case RedOp::prod:
-      return f.template operator()<T, elem::kProd>();
-    case RedOp::min:
-      return f.template operator()<T, elem::kMin>();
-    case RedOp::max:
-      return f.template operator()<T, elem::kMax>();
-    case RedOp::sum:
-    case RedOp::avg:
-      break;
-  }
-  return f.template operator()<T, elem::kSum>();
-}
-
+// f.template operator()<T>() for the run-time type.
 template <typename F>
-auto by_type(DataType type, RedOp op, F&& f) {
+auto by_type(DataType type, F&& f) {
   switch (type) {
     case DataType::int8:
-      return by_op<std::int8_t>(op, f);
+      return f.template operator()<std::int8_t>();
     case DataType::uint8:
-      return by_op<std::uint8_t>(op, f);
+      return f.template operator()<std::uint8_t>();
     case DataType::int32:
-      return by_op<std::int32_t>(op, f);
+      return f.template operator()<std::int32_t>();
     case DataType::uint32:
-      return by_op<std::uint32_t>(op, f);
+      return f.template operator()<std::uint32_t>();
     case DataType::int64:
-      return by_op<std::int64_t>(op, f);
+      return f.template operator()<std::int64_t>();
     case DataType::uint64:
-      return by_op<std::uint64_t>(op, f);
+      return f.template operator()<std::uint64_t>();
     case DataType::half:
-      return by_op<elem::Half16>(op, f);
+      return f.template operator()<elem::Half16>();
     case DataType::bfloat16:
-      return by_op<elem::BFloat16>(op, f);
+      return f.template operator()<elem::BFloat16>();
     case DataType::float32:
-      return by_op<float>(op, f);
+      return f.template operator()<float>();
     case DataType::float64:
-      return by_op<double>(op, f);
+      return f.template operator()<double>();
   }
   throw UsageError("unknown data type code " + std::to_string(static_cast<int>(type)));
 }
@@ -128,18 +103,17 @@ auto by_type(DataType type, RedOp op, F&& f) {
 struct LaunchFn {
   const InterpreterLaunch* a;
   cudaStream_t s;
-  template <typename T, int OP>
+  template <typename T>
   int operator()() const {
-    by_scope<T, OP>(*a, s);
+    launch_typed<T>(*a, s);
     return 0;
   }
 };
 
 struct ResidentFn {
-  bool system;
-  template <typename T, int OP>
+  template <typename T>
   int operator()() const {
-    return resident_by_scope<T, OP>(system);
+    return resident_typed<T>();
   }
 };
 
@@ -147,15 +121,15 @@ struct ResidentFn {
 
 void launch_interpreter(const InterpreterLaunch& launch, cudaStream_t stream) {
   if (launch.count_here <= 0 || launch.lanes <= 0) return;
-  by_type(launch.type, launch.op, LaunchFn{&launch, stream});
+  InterpreterLaunch a = launch;
+  a.combine = interp::combine_of(launch.op);
+  by_type(a.type, LaunchFn{&a, stream});
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess)
     throw RuntimeFailure(std::string("interpreter kernel launch failed: ") + cudaGetErrorName(e) +
                          ": " + cudaGetErrorString(e));
 }
 
-int interpreter_resident_blocks(DataType type, RedOp op, bool system_scope) {
-  return by_type(type, op, ResidentFn{system_scope});
-}
+int interpreter_resident_blocks(DataType type) { return by_type(type, ResidentFn{}); }
 
 }  // namespace collkit::realrun

@@ -41,6 +41,7 @@ struct InterpreterLaunch {
   bool system_scope = false;  // ranks on several GPUs
   DataType type = DataType::float32;
   RedOp op = RedOp::sum;
+  int combine = 0;  // interp::combine_of(op), set by launch_interpreter
 };
 
 // Enqueues one iteration on `stream` (of the current device, the ranks'
@@ -48,7 +49,8 @@ struct InterpreterLaunch {
 void launch_interpreter(const InterpreterLaunch& launch, cudaStream_t stream);
 
 // How many interpreter blocks the current device holds at once for this
-// type, op and scope (occupancy x multiprocessors).
-int interpreter_resident_blocks(DataType type, RedOp op, bool system_scope);
+// type (occupancy x multiprocessors; the op and the flags' scope are run-time
+// arguments of the one instantiation per type).
+int interpreter_resident_blocks(DataType type);
 
 }  // namespace collkit::realrun

@@ -46,11 +46,11 @@ struct DeviceWorld {
       bases.push_back(ranks.back()->bases());
     }
     interpreter = std::make_unique<CudaInterpreter>(rank_device);
-    problem = interpreter->problem(type, op);
+    problem = interpreter->problem(type);
     if (!problem.empty()) return;
     const MultiRankProgram multirank =
         compile_multirank(ptrs, &CudaInterpreter::can_read, interpreter.get());
-    lanes = std::min(lanes_wanted, interpreter->max_lanes(type, op));
+    lanes = std::min(lanes_wanted, interpreter->max_lanes(type));
     program = compile_device_program(ptrs, multirank, lanes);
   }
   void load(double spin_limit_ms = CudaInterpreter::kDefaultSpinLimitMs) {
