@@ -461,6 +461,7 @@ class CudaBackend final : public BenchBackend {
       if (why.empty()) {
         auto interpreter = std::make_unique<CudaInterpreter>(rank_device_);
         std::vector<const CompiledPlan*> ptrs;
+        ptrs.reserve(plans.size());
         for (const CompiledPlan& p : plans) ptrs.push_back(&p);
         const MultiRankProgram program =
             compile_multirank(ptrs, &CudaInterpreter::can_read, interpreter.get());
