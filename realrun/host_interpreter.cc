@@ -15,7 +15,8 @@ namespace {
 struct HostEnv {
   std::mt19937_64 rng;
   bool random = false;
-  int sleep_us = 0;  // before every operation (the slow rank)
+  int sleep_us = 0;    // before every operation (the slow rank)
+  unsigned polls = 0;  // of the flag the current operation waits for
 
   static int thread() { return 0; }
   static int threads() { return 1; }
@@ -27,8 +28,17 @@ struct HostEnv {
                                           std::chrono::steady_clock::now().time_since_epoch())
                                           .count());
   }
-  static void pause() { std::this_thread::yield(); }
+  // Yields first; a wait that lasts sleeps between polls, so that with more
+  // threads than cores the waiters leave the cores to the ranks they wait for.
+  void pause() {
+    if (++polls < 64) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
   void between_ops() {
+    polls = 0;
     if (sleep_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
     if (!random) return;
     const std::uint64_t r = rng() % 32;
@@ -103,7 +113,7 @@ void HostInterpreter::run(const HostInterpreterOptions& options) {
     run.spin_limit_ns = static_cast<std::uint64_t>(options.spin_limit_ms * 1e6);
     run.error = &error_;
     run.combine = interp::combine_of(program_.op);
-    HostEnv env{std::mt19937_64(seeds[t]), options.random_delays, 0};
+    HostEnv env{std::mt19937_64(seeds[t]), options.random_delays, 0, 0};
     if (rank == options.slow_rank && (options.slow_lane < 0 || options.slow_lane == run.lane))
       env.sleep_us = options.slow_us;
     pool.emplace_back([this, run, env, &results, t]() mutable {
