@@ -50,6 +50,11 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-G,--cudagraph", a->graph,
                   "--backend cuda: capture the -n timed runs into a CUDA graph and launch it "
                   "this many times; time = total / (n x launches) (0 = no graph, default)");
+  cmd->add_option("--engine", a->engine,
+                  "--backend cuda: how collkit's schedules run: interpreter (one persistent "
+                  "kernel per GPU runs every rank's program) or streams (copies, kernels and "
+                  "events per step); default: the interpreter where it can run the plan, else "
+                  "streams");
   cmd->add_option("-t,--nthreads", a->threads,
                   "nccl-tests' threads per process: 1 only (one thread per process)");
   cmd->add_option("-m,--agg_iters", a->agg_iters,

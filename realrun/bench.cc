@@ -690,8 +690,11 @@ void run_mpi_bench(const BenchArgs& args, const BenchSinkFactory& make_sink) {
 }  // namespace
 
 void run_bench(const BenchArgs& args, const BenchSinkFactory& make_sink) {
-  // The cuda backend is one process with no MPI at all.
+  // The cuda backend is one process with no MPI at all. (Under mpirun the
+  // other backends' flags, --engine included, are checked by
+  // check_before_mpi, which lets only rank 0 print.)
   if (args.backend == "cuda") {
+    parse_engine(args.backend, args.engine);  // named before anything else, on every build
 #ifdef COLLKIT_HAVE_CUDA
     run_cuda_bench(args, make_sink);
     return;
@@ -713,6 +716,7 @@ void run_bench(const BenchArgs& args, const BenchSinkFactory& make_sink) {
 namespace collkit::realrun {
 
 void run_bench(const BenchArgs& args, const BenchSinkFactory& make_sink) {
+  parse_engine(args.backend, args.engine);  // named before anything else, on every build
   if (args.backend == "cuda") {
 #ifdef COLLKIT_HAVE_CUDA
     run_cuda_bench(args, make_sink);

@@ -37,6 +37,7 @@ struct BenchArgs {
   std::string timeout = "0";      // -T: seconds per collective, 0 = none
   std::string ranks;              // -g/--ranks: ranks of the cuda backend
   std::string graph = "0";        // -G: CUDA graph launches per measurement (cuda backend)
+  std::string engine;  // --engine (cuda backend): interpreter or streams; empty = default
   // nccl-tests' other flags, with its defaults; parse_config accepts each
   // where it means something for the backend and refuses it, saying so,
   // where it does not (docs/BENCH.md).

@@ -54,17 +54,41 @@ Backend parse_bench_backend(const std::string& text) {
   throw UsageError("--backend '" + text + "' is not available here (valid: mpi, nccl, cuda)");
 }
 
+const char* to_string(CudaEngine e) {
+  switch (e) {
+    case CudaEngine::automatic:
+      return "automatic";
+    case CudaEngine::interpreter:
+      return "interpreter";
+    case CudaEngine::streams:
+      return "streams";
+  }
+  return "?";
+}
+
+CudaEngine parse_engine(const std::string& backend, const std::string& engine) {
+  if (engine.empty()) return CudaEngine::automatic;
+  if (backend != "cuda")
+    throw UsageError("--engine " + engine + ": only --backend cuda has engines (interpreter, " +
+                     "streams); --backend " + (backend.empty() ? "(none)" : backend) +
+                     " runs its schedules one way");
+  if (engine == "interpreter") return CudaEngine::interpreter;
+  if (engine == "streams") return CudaEngine::streams;
+  throw UsageError("--engine '" + engine + "' is not an engine (valid: interpreter, streams)");
+}
+
 BenchConfig parse_config(const BenchArgs& a, int ranks) {
   if (!a.extras.empty()) {
     std::string list;
     for (const auto& e : a.extras) list += (list.empty() ? "" : " ") + e;
     throw UsageError("unknown argument(s) for bench: " + list +
                      " (flags: --backend --collective --algorithm -b -e -f -i -n -w -c -d -o -r "
-                     "-a -T -g -G -t -m -z -p -N -C -R --json -J)");
+                     "-a -T -g -G --engine -t -m -z -p -N -C -R --json -J)");
   }
   BenchConfig cfg;
   cfg.backend = parse_bench_backend(a.backend);
   const std::string backend = "--backend " + std::string(to_string(cfg.backend));
+  cfg.engine = parse_engine(a.backend, a.engine);
   // nccl-tests' flags that collkit's backends either honour or refuse.
   if (parse_int("-t", a.threads, 1, 1 << 20) != 1)
     throw UsageError("-t " + a.threads +
@@ -327,13 +351,13 @@ std::uint64_t args_hash(const BenchArgs& a) {
     for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
     h = (h ^ 0xFF) * 1099511628211ull;  // separator: ("ab","c") != ("a","bc")
   };
-  for (const std::string* s : {&a.backend,       &a.collective,    &a.algorithms, &a.min_bytes,
-                               &a.max_bytes,     &a.step_factor,   &a.step_bytes, &a.iters,
-                               &a.warmup,        &a.check,         &a.dtype,      &a.op,
-                               &a.root,          &a.average,       &a.json_path,  &a.timeout,
-                               &a.ranks,         &a.graph,         &a.threads,    &a.agg_iters,
-                               &a.blocking,      &a.parallel_init, &a.cycles,     &a.cputime,
-                               &a.local_register})
+  for (const std::string* s : {&a.backend,        &a.collective,    &a.algorithms, &a.min_bytes,
+                               &a.max_bytes,      &a.step_factor,   &a.step_bytes, &a.iters,
+                               &a.warmup,         &a.check,         &a.dtype,      &a.op,
+                               &a.root,           &a.average,       &a.json_path,  &a.timeout,
+                               &a.ranks,          &a.graph,         &a.threads,    &a.agg_iters,
+                               &a.blocking,       &a.parallel_init, &a.cycles,     &a.cputime,
+                               &a.local_register, &a.engine})
     add(*s);
   for (const std::string& e : a.extras) add(e);
   return h;

@@ -34,6 +34,19 @@ inline constexpr CostParams kBenchSegmentModel{};
 enum class Average : int { rank0 = 0, mean = 1, min = 2, max = 3 };
 const char* to_string(Average a);
 
+// --engine (cuda backend): how collkit's schedules run on the GPUs. The
+// interpreter runs every rank's device program in one persistent kernel
+// launch per GPU (realrun/device_program.h); streams enqueues every step's
+// copies, kernels and events (realrun/multirank.h). automatic: the
+// interpreter where it can run the plan, else streams.
+enum class CudaEngine : std::uint8_t { automatic, interpreter, streams };
+const char* to_string(CudaEngine e);
+
+// Validates --engine `engine` (empty: automatic) for --backend `backend`:
+// UsageError naming the flag and value for an unknown engine, or for an
+// engine given to another backend than cuda.
+CudaEngine parse_engine(const std::string& backend, const std::string& engine);
+
 // The validated options.
 struct BenchConfig {
   Backend backend = Backend::mpi;
@@ -50,6 +63,7 @@ struct BenchConfig {
   // -G (cuda backend): the -n timed runs are captured once into a CUDA graph
   // that is launched this many times; 0 = no graph, every run enqueued.
   int graph_launches = 0;
+  CudaEngine engine = CudaEngine::automatic;  // --engine (cuda backend)
   // -z: the host waits for each collective to complete before the next one
   // (nccl: a stream synchronisation after every run; mpi: always so).
   bool blocking = false;

@@ -6,15 +6,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/registry.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "realrun/device/cuda_interpreter.h"
 #include "realrun/device/cuda_streams.h"
 #include "realrun/device/cuda_util.h"
 #include "realrun/device/device_rank.h"
+#include "realrun/device_program.h"
 #include "realrun/harness.h"
 #include "realrun/multirank.h"
 #ifdef COLLKIT_HAVE_NCCL
@@ -224,6 +228,66 @@ class ScheduleMeasurement final : public CudaMeasurementBase {
   std::unique_ptr<CudaStream> main_;
 };
 
+// The interpreter engine: every rank's device program in one persistent
+// kernel launch per GPU per run (realrun/device/cuda_interpreter.h). Rank r's
+// stream is its GPU's interpreter stream; -G captures the launches (the
+// iteration counter lives in device memory, so the graph replays them).
+class InterpreterMeasurement final : public CudaMeasurementBase {
+ public:
+  InterpreterMeasurement(std::unique_ptr<Schedule> schedule, std::vector<CompiledPlan> plans,
+                         const std::vector<int>& rank_device, int root, std::int64_t count,
+                         const Timing& timing, std::unique_ptr<CudaInterpreter> interpreter,
+                         DeviceProgram program)
+      : CudaMeasurementBase(std::move(plans), rank_device, root, count, timing),
+        schedule_(std::move(schedule)),
+        interpreter_(std::move(interpreter)) {
+    std::vector<AreaBases> bases;
+    for (const auto& r : ranks_) bases.push_back(r->bases());
+    interpreter_->load(std::move(program), bases);
+    main_ = std::make_unique<CudaStream>(rank_device[0]);
+    for (int d : interpreter_->devices()) joins_.push_back(std::make_unique<CudaEvent>(d, false));
+    make_events();
+  }
+
+  double time_us(int warmup, int iters, RunContext& ctx, const std::string& what) override {
+    const double us = CudaMeasurementBase::time_us(warmup, iters, ctx, what);
+    interpreter_->check_errors();
+    return us;
+  }
+  std::int64_t check(std::int64_t iter, RunContext& ctx, const std::string& what) override {
+    const std::int64_t wrong = CudaMeasurementBase::check(iter, ctx, what);
+    interpreter_->check_errors();  // a stopped program explains the wrong elements
+    return wrong;
+  }
+
+ protected:
+  cudaStream_t stream(int rank) override {
+    return interpreter_->stream_of_device(interpreter_->device(rank));
+  }
+  cudaStream_t main_stream() override { return main_->get(); }
+  void enqueue() override { interpreter_->enqueue(); }
+  void join(cudaStream_t main) override {
+    const std::vector<int>& devices = interpreter_->devices();
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      DeviceGuard g(devices[i]);
+      CUDA_CHECK(cudaEventRecord(joins_[i]->get(), interpreter_->stream_of_device(devices[i])));
+      CUDA_CHECK(cudaStreamWaitEvent(main, joins_[i]->get(), 0));
+    }
+  }
+  void start_all(cudaEvent_t start) override {
+    for (int d : interpreter_->devices()) {
+      DeviceGuard g(d);
+      CUDA_CHECK(cudaStreamWaitEvent(interpreter_->stream_of_device(d), start, 0));
+    }
+  }
+
+ private:
+  std::unique_ptr<Schedule> schedule_;
+  std::unique_ptr<CudaInterpreter> interpreter_;
+  std::unique_ptr<CudaStream> main_;
+  std::vector<std::unique_ptr<CudaEvent>> joins_;  // one per GPU
+};
+
 #ifdef COLLKIT_HAVE_NCCL
 // ncclCommInitAll over ranks on distinct GPUs, made once per bench run.
 class NcclWorld {
@@ -317,6 +381,25 @@ class CudaBackend final : public BenchBackend {
   CudaBackend(const BenchConfig& cfg, int ranks) : cfg_(cfg), ranks_(ranks) {
     devices_ = cuda_device_count();
     for (int r = 0; r < ranks_; ++r) rank_device_.push_back(r % devices_);
+    if (cfg_.engine != CudaEngine::streams) {
+      interpreter_problem_ = CudaInterpreter(rank_device_).problem(cfg_.dtypes.front());
+      // One block per multiprocessor per lane at most, by default.
+      const int per_device = (ranks_ + devices_ - 1) / devices_;
+      int sms = 0;
+      for (int d = 0; d < std::min(devices_, ranks_); ++d) {
+        const int n = info(d).sms;
+        sms = d == 0 ? n : std::min(sms, n);
+      }
+      lane_cap_ = std::max(1, sms / per_device);
+      if (const char* v = std::getenv("COLLKIT_INTERPRETER_LANES")) {
+        char* end = nullptr;
+        const long n = std::strtol(v, &end, 10);
+        if (end == v || *end != '\0' || n < 1 || n > 4096)
+          throw UsageError("COLLKIT_INTERPRETER_LANES=" + std::string(v) +
+                           ": expected thread blocks per rank in 1..4096");
+        lanes_override_ = static_cast<int>(n);
+      }
+    }
   }
 
   int ranks() const override { return ranks_; }
@@ -333,7 +416,7 @@ class CudaBackend final : public BenchBackend {
 #else
     s += ", built without NCCL";
 #endif
-    return s;
+    return s + ", engine " + engine_text();
   }
   std::vector<std::string> rank_lines() override {
     std::vector<std::string> lines;
@@ -373,6 +456,38 @@ class CudaBackend final : public BenchBackend {
     }
     std::vector<CompiledPlan> plans;
     for (int r = 0; r < ranks_; ++r) plans.push_back(compile_plan(*s, r, type, op, in_place));
+    if (cfg_.engine != CudaEngine::streams) {
+      std::string why = interpreter_problem_;
+      if (why.empty()) {
+        auto interpreter = std::make_unique<CudaInterpreter>(rank_device_);
+        std::vector<const CompiledPlan*> ptrs;
+        ptrs.reserve(plans.size());
+        for (const CompiledPlan& p : plans) ptrs.push_back(&p);
+        const MultiRankProgram program =
+            compile_multirank(ptrs, &CudaInterpreter::can_read, interpreter.get());
+        const int max_lanes = interpreter->max_lanes(type);
+        if (max_lanes < 1) why = interpreter->problem(type);
+        if (max_lanes >= 1 && lanes_override_ > max_lanes)
+          throw UsageError("COLLKIT_INTERPRETER_LANES=" + std::to_string(lanes_override_) +
+                           ": at most " + std::to_string(max_lanes) +
+                           " thread blocks per rank are resident at once here");
+        const int lanes = lanes_override_ > 0 ? lanes_override_
+                                              : choose_lanes(ptrs, std::min(max_lanes, lane_cap_));
+        DeviceProgram dp = compile_device_program(ptrs, program, lanes);
+        if (why.empty()) why = dp.unsupported;
+        if (why.empty())
+          return std::make_unique<InterpreterMeasurement>(
+              std::move(s), std::move(plans), rank_device_, cfg_.root, count, Timing::of(cfg_),
+              std::move(interpreter), std::move(dp));
+      }
+      if (cfg_.engine == CudaEngine::interpreter) {
+        unavailable = "the interpreter cannot run this plan: " + why;
+        return nullptr;
+      }
+      // A plan the interpreter cannot run (the reason for all of them is
+      // in the title and the report already).
+      if (interpreter_problem_.empty()) fallbacks_.insert({algorithm, why});
+    }
     return std::make_unique<ScheduleMeasurement>(std::move(s), std::move(plans), rank_device_,
                                                  cfg_.root, count, Timing::of(cfg_));
   }
@@ -395,6 +510,18 @@ class CudaBackend final : public BenchBackend {
     extra["devices"] = devices;
     extra["gpus"] = std::min(ranks_, devices_);
     extra["virtual_ranks"] = ranks_ > devices_;
+    // How collkit's schedules ran (--engine), and where the default
+    // interpreter fell back to streams.
+    extra["engine"] = engine_name();
+    extra["engine_requested"] = to_string(cfg_.engine);
+    if (cfg_.engine == CudaEngine::automatic && !interpreter_problem_.empty())
+      extra["interpreter_unavailable"] = interpreter_problem_;
+    if (!fallbacks_.empty()) {
+      Json list = Json::array();
+      for (const auto& [algorithm, why] : fallbacks_)
+        list.push_back({{"algorithm", algorithm}, {"engine", "streams"}, {"reason", why}});
+      extra["engine_fallbacks"] = list;
+    }
     extra["cuda_driver_version"] = cuda_version_text(cuda_driver_version());
     extra["cuda_runtime_version"] = cuda_version_text(cuda_runtime_version());
 #ifdef COLLKIT_HAVE_NCCL
@@ -405,6 +532,21 @@ class CudaBackend final : public BenchBackend {
   }
 
  private:
+  // The engine collkit's schedules run on: the one asked for, or by default
+  // the interpreter where it can run these ranks here.
+  std::string engine_name() const {
+    if (cfg_.engine == CudaEngine::streams) return "streams";
+    if (cfg_.engine == CudaEngine::interpreter || interpreter_problem_.empty())
+      return "interpreter";
+    return "streams";
+  }
+  // For the title: the engine, and why not the interpreter by default.
+  std::string engine_text() const {
+    if (cfg_.engine == CudaEngine::automatic && !interpreter_problem_.empty())
+      return "streams (the interpreter cannot run here: " + interpreter_problem_ + ")";
+    return engine_name();
+  }
+
   DeviceInfo info(int device) {
     if (infos_.empty())
       for (int d = 0; d < devices_; ++d) infos_.push_back(device_info(d));
@@ -444,6 +586,10 @@ class CudaBackend final : public BenchBackend {
   int devices_ = 0;
   std::vector<int> rank_device_;
   std::vector<DeviceInfo> infos_;
+  std::string interpreter_problem_;  // empty: the interpreter can run these ranks here
+  int lane_cap_ = 1;
+  int lanes_override_ = 0;                                   // COLLKIT_INTERPRETER_LANES
+  std::set<std::pair<std::string, std::string>> fallbacks_;  // (algorithm, why) ran on streams
 #ifdef COLLKIT_HAVE_NCCL
   std::unique_ptr<NcclWorld> nccl_;
 #endif
@@ -452,6 +598,7 @@ class CudaBackend final : public BenchBackend {
 }  // namespace
 
 void run_cuda_bench(const BenchArgs& args, const BenchSinkFactory& make_sink) {
+  parse_engine(args.backend, args.engine);  // a bad --engine is named even without a device
   const std::string problem = cuda_device_problem();
   if (!problem.empty()) throw UsageError(problem);
   const int devices = cuda_device_count();

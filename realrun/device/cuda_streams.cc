@@ -1,35 +1,19 @@
 #include "realrun/device/cuda_streams.h"
 
-#include <algorithm>
-
 #include "core/error.h"
 #include "realrun/device/reduce.h"
 
 namespace collkit::realrun {
 
 CudaStreams::CudaStreams(std::vector<int> rank_device) : rank_device_(std::move(rank_device)) {
-  int devices = 0;
   for (int d : rank_device_) {
     streams_.push_back(std::make_unique<CudaStream>(d));
     join_events_.push_back(std::make_unique<CudaEvent>(d, false));
-    devices = std::max(devices, d + 1);
   }
-  peer_.assign(devices, std::vector<bool>(devices, false));
-  for (int d = 0; d < devices; ++d) peer_[d][d] = true;
   // Peer access where the hardware has it; cudaMemcpyPeerAsync works (staged
   // through the host) where it does not, and kernels then read only their
   // own GPU's memory.
-  for (int a : rank_device_)
-    for (int b : rank_device_) {
-      if (a == b || peer_[a][b]) continue;
-      int can = 0;
-      if (cudaDeviceCanAccessPeer(&can, a, b) == cudaSuccess && can) {
-        DeviceGuard g(a);
-        const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
-        if (e == cudaSuccess || e == cudaErrorPeerAccessAlreadyEnabled) peer_[a][b] = true;
-        cudaGetLastError();
-      }
-    }
+  peer_ = enable_peer_access(rank_device_);
 }
 
 void CudaStreams::set_events(const std::vector<int>& event_stream) {

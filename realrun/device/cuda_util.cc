@@ -1,5 +1,6 @@
 #include "realrun/device/cuda_util.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "core/error.h"
@@ -79,6 +80,25 @@ int cuda_runtime_version() {
 
 std::string cuda_version_text(int v) {
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+std::vector<std::vector<bool>> enable_peer_access(const std::vector<int>& rank_device) {
+  int devices = 0;
+  for (int d : rank_device) devices = std::max(devices, d + 1);
+  std::vector<std::vector<bool>> peer(devices, std::vector<bool>(devices, false));
+  for (int d = 0; d < devices; ++d) peer[d][d] = true;
+  for (int a : rank_device)
+    for (int b : rank_device) {
+      if (a == b || peer[a][b]) continue;
+      int can = 0;
+      if (cudaDeviceCanAccessPeer(&can, a, b) == cudaSuccess && can) {
+        DeviceGuard g(a);
+        const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
+        if (e == cudaSuccess || e == cudaErrorPeerAccessAlreadyEnabled) peer[a][b] = true;
+        cudaGetLastError();
+      }
+    }
+  return peer;
 }
 
 DeviceGuard::DeviceGuard(int device) {

@@ -40,6 +40,12 @@ int cuda_driver_version();             // e.g. 13000
 int cuda_runtime_version();            // e.g. 13000
 std::string cuda_version_text(int v);  // 13000 -> "13.0"
 
+// Enables peer access between every two GPUs of `rank_device` (the GPU of
+// each rank) where the hardware allows it; returns [a][b] = whether GPU a's
+// kernels can read GPU b's memory (true on the diagonal), sized by the
+// largest device index + 1.
+std::vector<std::vector<bool>> enable_peer_access(const std::vector<int>& rank_device);
+
 // Makes `device` current for its lifetime, restoring the previous one.
 class DeviceGuard {
  public:

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "realrun/device/reduce.h"
+#include "realrun/element_ops.h"
 
 namespace collkit::realrun {
 namespace {
@@ -19,88 +20,19 @@ namespace {
 constexpr int kThreads = 512;
 constexpr int kUnroll = 4;
 
-// Stored 16-bit floats: bit patterns, computed in float.
-struct Half16 {
-  std::uint16_t bits;
-};
-struct BFloat16 {
-  std::uint16_t bits;
-};
-
-__device__ __forceinline__ float to_float(Half16 h) {
-  // Exact conversion (every binary16 is a float).
-  __half_raw raw;
-  raw.x = h.bits;
-  return __half2float(__half(raw));
-}
-// Round to nearest even; NaN becomes the quiet NaN with the sign kept, as
-// realrun/half.h float_to_half.
-__device__ __forceinline__ Half16 to_half(float f) {
-  const unsigned u = __float_as_uint(f);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u)
-    return Half16{static_cast<std::uint16_t>(((u >> 16) & 0x8000u) | 0x7E00u)};
-  const __half_raw raw = __half_raw(__float2half_rn(f));
-  return Half16{raw.x};
-}
-__device__ __forceinline__ float to_float(BFloat16 b) {
-  return __uint_as_float(static_cast<unsigned>(b.bits) << 16);
-}
-// The same integer formula as realrun/half.h float_to_bf16.
-__device__ __forceinline__ BFloat16 to_bf16(float f) {
-  const unsigned u = __float_as_uint(f);
-  const unsigned rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-  const bool is_nan = (u & 0x7FFFFFFFu) > 0x7F800000u;
-  return BFloat16{static_cast<std::uint16_t>(is_nan ? ((u >> 16) | 0x40u) : rounded)};
-}
-
-template <typename T, bool = std::is_integral_v<T>>
-struct ComputeType {
-  using type = T;
-};
-// Integers wrap: signed sums and products are computed unsigned.
-template <typename T>
-struct ComputeType<T, true> {
-  using type = std::make_unsigned_t<T>;
-};
-
-template <typename T>
-struct Arith {
-  using C = typename ComputeType<T>::type;
-  __device__ static C load(T v) { return static_cast<C>(v); }
-  __device__ static T store(C v) { return static_cast<T>(v); }
-  __device__ static T key(T v) { return v; }
-};
-template <>
-struct Arith<Half16> {
-  using C = float;
-  __device__ static float load(Half16 v) { return to_float(v); }
-  __device__ static Half16 store(float v) { return to_half(v); }
-  __device__ static float key(Half16 v) { return to_float(v); }
-};
-template <>
-struct Arith<BFloat16> {
-  using C = float;
-  __device__ static float load(BFloat16 v) { return to_float(v); }
-  __device__ static BFloat16 store(float v) { return to_bf16(v); }
-  __device__ static float key(BFloat16 v) { return to_float(v); }
-};
-
-enum Op : int { kSum, kProd, kMin, kMax };
-
-template <typename T, int OP>
-__device__ __forceinline__ T apply(T a, T b) {
-  if constexpr (OP == kMin || OP == kMax) {
-    // `b < a` keeps a when either is NaN, like the host loop.
-    const auto x = Arith<T>::key(a);
-    const auto y = Arith<T>::key(b);
-    const bool take_b = OP == kMin ? y < x : y > x;
-    return take_b ? b : a;
-  } else {
-    using C = typename Arith<T>::C;
-    const C x = Arith<T>::load(a), y = Arith<T>::load(b);
-    return Arith<T>::store(OP == kProd ? static_cast<C>(x * y) : static_cast<C>(x + y));
-  }
-}
+// The element types and operations, shared with the interpreter and written
+// once for host and device (realrun/element_ops.h).
+using elem::apply;
+using elem::Arith;
+using elem::BFloat16;
+using elem::Half16;
+using elem::kMax;
+using elem::kMin;
+using elem::kProd;
+using elem::kSum;
+using elem::to_bf16;
+using elem::to_float;
+using elem::to_half;
 
 struct alignas(16) Vec16 {
   unsigned char b[16];
@@ -165,11 +97,7 @@ __global__ void avg_kernel(T* data, std::int64_t count, int ranks) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += stride) {
-    if constexpr (std::is_integral_v<T> || std::is_floating_point_v<T>) {
-      data[i] = static_cast<T>(data[i] / static_cast<T>(ranks));
-    } else {
-      data[i] = Arith<T>::store(Arith<T>::load(data[i]) / static_cast<float>(ranks));
-    }
+    data[i] = elem::avg_divide(data[i], ranks);
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 
 #include "reports/report.h"
 #include "tests/cli/cli_runner.h"
@@ -51,10 +52,38 @@ TEST(CudaBenchCliTest, WithoutADeviceExitsTwo) {
   EXPECT_FALSE(std::filesystem::exists(json));
 }
 
+// --engine: an unknown engine, or an engine for another backend, is one
+// line naming the flag and its value, exit code 2, nothing on stdout and no
+// report file, whether or not there is a device (it is checked first).
+TEST(CudaBenchCliTest, BadEngineIsOneLineAndExitTwo) {
+  const auto dir = scratch_dir();
+  const auto json = dir / "engine.json";
+  struct Bad {
+    std::string flags, message;
+  };
+  for (const Bad& b :
+       {Bad{"--backend cuda --engine kernels",
+            "collkit: error: --engine 'kernels' is not an engine (valid: interpreter, streams)\n"},
+        Bad{"--backend mpi --engine streams",
+            "collkit: error: --engine streams: only --backend cuda has engines (interpreter, "
+            "streams); --backend mpi runs its schedules one way\n"}}) {
+    std::filesystem::remove(json);
+    const auto r =
+        run_collkit("bench " + b.flags + " --collective all_reduce -g 2 -b 1K -e 1K --json '" +
+                        json.string() + "'",
+                    dir);
+    EXPECT_EQ(r.exit_code, 2) << b.flags << "\n" << r.out << r.err;
+    EXPECT_EQ(r.err, b.message) << b.flags;
+    EXPECT_EQ(r.out, "") << b.flags;
+    EXPECT_FALSE(std::filesystem::exists(json)) << b.flags;
+  }
+}
+
 TEST(CudaBenchCliTest, HelpNamesTheBackends) {
   const auto r = run_collkit("bench --help", scratch_dir());
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  for (const char* s : {"--backend", "cuda", "nccl", "-T,--timeout", "-g,--ranks"})
+  for (const char* s : {"--backend", "cuda", "nccl", "-T,--timeout", "-g,--ranks", "--engine",
+                        "interpreter", "streams"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
 }
 
@@ -119,6 +148,51 @@ TEST(CudaBenchCliTest, GraphLaunchesRunTheCollective) {
           << g.algorithm << " in place " << g.in_place << ": graph " << g.time_us << " us, streams "
           << plain.results[i].time_us << " us";
     }
+  }
+}
+
+// The interpreter is the default engine and says so (title and report);
+// --engine streams and --engine interpreter pick one; -G captures the
+// interpreter's launches. Every check passes on each, and with -G the graph
+// really runs the collective (at 64 MiB not much faster than direct launches).
+TEST(CudaBenchCliTest, EnginesRunEveryAlgorithmAndSaySo) {
+  if (!have_device()) GTEST_SKIP() << "GPU test skipped: no CUDA device";
+  const auto dir = scratch_dir();
+  const auto run = [&](const std::string& extra, const std::string& name) {
+    const auto json = dir / name;
+    std::filesystem::remove(json);
+    const auto r = run_collkit(
+        "bench --backend cuda -g 4 --collective all_reduce --algorithm all -b 1K -e 64M -f 256 "
+        "-n 3 -w 1 -c 2 " +
+            extra + " --json '" + json.string() + "'",
+        dir);
+    EXPECT_EQ(r.exit_code, 0) << extra << "\n" << r.out << r.err;
+    EXPECT_EQ(r.out.find("FAILED"), std::string::npos) << r.out;
+    return std::pair{r.out, read_report(json.string())};
+  };
+  const auto [default_out, by_default] = run("", "engine_default.json");
+  EXPECT_NE(default_out.find(", engine interpreter\n"), std::string::npos) << default_out;
+  EXPECT_EQ(by_default.extra.at("engine").get<std::string>(), "interpreter");
+  EXPECT_EQ(by_default.extra.at("engine_requested").get<std::string>(), "automatic");
+  const auto [streams_out, streams] = run("--engine streams", "engine_streams.json");
+  EXPECT_NE(streams_out.find(", engine streams\n"), std::string::npos) << streams_out;
+  EXPECT_EQ(streams.extra.at("engine").get<std::string>(), "streams");
+  const auto [direct_out, direct] = run("--engine interpreter", "engine_interpreter.json");
+  const auto [graph_out, graph] = run("--engine interpreter -G 2", "engine_graph.json");
+  EXPECT_EQ(graph.extra.at("engine").get<std::string>(), "interpreter");
+  for (const Report* rep : {&by_default, &streams, &direct, &graph}) {
+    ASSERT_FALSE(rep->results.empty());
+    for (const ResultRow& row : rep->results) {
+      EXPECT_EQ(row.wrong, 0) << row.algorithm << " " << row.bytes;
+      EXPECT_GT(row.time_us, 0);
+    }
+  }
+  ASSERT_EQ(graph.results.size(), direct.results.size());
+  for (std::size_t i = 0; i < graph.results.size(); ++i) {
+    if (graph.results[i].bytes != 64 << 20) continue;
+    EXPECT_GT(graph.results[i].time_us, 0.5 * direct.results[i].time_us)
+        << graph.results[i].algorithm << ": graph " << graph.results[i].time_us << " us, direct "
+        << direct.results[i].time_us << " us";
   }
 }
 

@@ -1,5 +1,5 @@
 // The backend-independent parts of `collkit bench` (realrun/harness.h): the
-// new flags' validation, the fault-injection variable's grammar, and the -T
+// new flags' validation (-T, -g, -G, --engine), the fault-injection variable's grammar, and the -T
 // watchdog (fires with the collective's description, never when disarmed).
 #include "realrun/harness.h"
 
@@ -69,6 +69,43 @@ TEST(HarnessTest, GraphFlagIsForTheCudaBackendOnly) {
           << e.what();
     }
   }
+}
+
+TEST(HarnessTest, EngineFlagIsForTheCudaBackendOnly) {
+  BenchArgs c = args("cuda");
+  EXPECT_EQ(parse_config(c, 2).engine, CudaEngine::automatic);
+  c.engine = "interpreter";
+  EXPECT_EQ(parse_config(c, 2).engine, CudaEngine::interpreter);
+  c.engine = "streams";
+  EXPECT_EQ(parse_config(c, 2).engine, CudaEngine::streams);
+  for (const char* bad : {"Interpreter", "graph", "streams,interpreter", " streams"}) {
+    c.engine = bad;
+    try {
+      parse_config(c, 2);
+      FAIL() << bad << ": no error";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()), "--engine '" + std::string(bad) +
+                                           "' is not an engine (valid: interpreter, streams)");
+    }
+  }
+  for (const char* backend : {"mpi", "nccl"}) {
+    BenchArgs a = args(backend);
+    EXPECT_EQ(parse_config(a, 2).engine, CudaEngine::automatic);
+    a.engine = "streams";
+    try {
+      parse_config(a, 2);
+      FAIL() << backend << ": no error";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "--engine streams: only --backend cuda has engines (interpreter, streams); "
+                "--backend " +
+                    std::string(backend) + " runs its schedules one way");
+    }
+  }
+  // Different engines are different flags for the MPI agreement check.
+  BenchArgs x = args("cuda"), y = args("cuda");
+  y.engine = "streams";
+  EXPECT_NE(args_hash(x), args_hash(y));
 }
 
 TEST(HarnessTest, FaultInjectionGrammar) {

@@ -21,40 +21,18 @@
 #include "realrun/executor.h"
 #include "realrun/loopback.h"
 #include "realrun/plan.h"
+#include "tests/realrun/host_rank.h"
 #include "tests/realrun/oracle.h"
 
 namespace collkit::realrun {
 namespace {
 
 using testing_oracle::Case;
+using testing_oracle::HostRank;
 using testing_oracle::naive_input;
 using testing_oracle::naive_output;
 using testing_oracle::registered_cases;
 using testing_oracle::Values;
-
-// Host buffers of one rank, laid out by its plan.
-struct HostRank {
-  explicit HostRank(const CompiledPlan& plan)
-      : storage_in(static_cast<std::size_t>(plan.storage_in_bytes)),
-        storage_out(static_cast<std::size_t>(plan.storage_out_bytes)),
-        scratch(static_cast<std::size_t>(plan.scratch_bytes)),
-        temp(static_cast<std::size_t>(plan.temp_bytes)) {
-    bases.base[static_cast<int>(Area::input)] =
-        storage_in.data() + (plan.in_place ? plan.input_offset : 0);
-    bases.base[static_cast<int>(Area::output)] =
-        plan.in_place ? storage_in.data() + plan.output_offset : storage_out.data();
-    bases.base[static_cast<int>(Area::scratch)] = scratch.data();
-    bases.base[static_cast<int>(Area::temp)] = temp.data();
-    // Scratch and temp start as garbage, as device memory would.
-    // (Empty buffers have a null pointer, which memset must not get.)
-    if (scratch.size() > 0) std::memset(scratch.data(), 0x33, scratch.size());
-    if (temp.size() > 0) std::memset(temp.data(), 0x44, temp.size());
-  }
-  std::byte* input() const { return bases.base[static_cast<int>(Area::input)]; }
-  std::byte* output() const { return bases.base[static_cast<int>(Area::output)]; }
-  AlignedBuffer storage_in, storage_out, scratch, temp;
-  AreaBases bases;
-};
 
 // Host memory: every rank can read every other's.
 bool host_can_read(void*, int, int) { return true; }

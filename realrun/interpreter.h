@@ -1,0 +1,397 @@
+// The schedule interpreter's per-operation logic, in one header for the device
+// (nvcc: realrun/device/interpreter_kernel.cu, one thread block per rank and
+// lane) and the host (g++: realrun/host_interpreter.cc, one std::thread per
+// rank and lane), as realrun/check_value.h is. A rank's program is an array
+// of ExecOp (realrun/device_program.h compiles it from the plans and binds
+// it to addresses); every lane of the rank runs the whole array and does its
+// own slice of each data operation.
+//
+// Synchronisation: a flag is a 64-bit counter that only grows. `signal` adds
+// one with release ordering once the lane's earlier operations are complete;
+// `wait` spins, with acquire ordering, until the flag holds `arrivals` x
+// (epoch + 1), i.e. until every lane of the recording rank has signalled in
+// this iteration (iteration `epoch` of the program, counted from 0). Flags
+// are never reset between iterations. `barrier` is a signal and a wait on a
+// flag of the rank's own lanes. The spin is bounded: past the limit the
+// first waiter to give up stores an error word (code, rank, operation) and
+// every other waiter of the program sees it and stops, so a deadlock is an
+// error, not a hang.
+//
+// Data operations use 16-byte vectors where the pointers share their
+// alignment (scalars before the first and after the last vector), four
+// vectors in flight per thread; reduces are fused into the pull (dst = dst op
+// src read straight from the peer's memory, with the optional `also` copy of
+// the result written in the same pass), with the element operations of
+// realrun/element_ops.h, bit for bit the host's.
+// C++17, nvcc and g++ alike; the host branch uses std::atomic_ref (C++20).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "core/dtypes.h"
+#include "realrun/element_ops.h"
+
+#ifdef __CUDACC__
+#include <cuda/atomic>
+#define COLLKIT_INTERP __device__ __forceinline__
+#define COLLKIT_UNROLL _Pragma("unroll")
+#else
+#include <atomic>
+#define COLLKIT_INTERP inline
+#define COLLKIT_UNROLL
+#endif
+
+namespace collkit::realrun::interp {
+
+using Flag = unsigned long long;
+
+enum OpCode : std::uint8_t {
+  kWait = 0,       // until *flag >= arrivals x (epoch + 1)
+  kSignal = 1,     // *flag += 1 (release), after this lane's earlier operations
+  kBarrier = 2,    // signal, then wait: every lane of this rank got here
+  kCopy = 3,       // dst = src
+  kReduce = 4,     // dst = dst op src (and also = the result)
+  kFinishAvg = 5,  // dst = dst / ranks
+};
+
+// One operation, bound to addresses. Laid out alike by g++ and nvcc (fixed
+// width fields and pointers only): the host builds the array and uploads it.
+struct ExecOp {
+  std::uint8_t code = kWait;
+  std::uint8_t reserved[3] = {0, 0, 0};
+  std::uint32_t arrivals = 0;  // wait, barrier: signals per iteration on `flag`
+  Flag* flag = nullptr;        // wait, signal, barrier
+  unsigned char* dst = nullptr;
+  const unsigned char* src = nullptr;  // copy, reduce: maybe another rank's memory
+  unsigned char* also = nullptr;       // reduce: null, or where the result also goes
+  std::int64_t bytes = 0;              // copy, reduce, finish_avg
+};
+
+// The error word: 0 while all is well, else code << 56 | rank << 32 | op.
+enum ErrorCode : std::uint32_t { kOk = 0, kTimeout = 1, kAborted = 2 };
+COLLKIT_INTERP Flag error_word(ErrorCode code, int rank, std::uint32_t op) {
+  return (static_cast<Flag>(code) << 56) |
+         (static_cast<Flag>(static_cast<std::uint32_t>(rank) & 0xFFFFFFu) << 32) | op;
+}
+COLLKIT_INTERP std::uint32_t error_code(Flag word) {
+  return static_cast<std::uint32_t>(word >> 56);
+}
+COLLKIT_INTERP int error_rank(Flag word) { return static_cast<int>((word >> 32) & 0xFFFFFFu); }
+COLLKIT_INTERP std::uint32_t error_op(Flag word) { return static_cast<std::uint32_t>(word); }
+
+// The combining function of a reduction op (avg reduces as sum; its
+// division is the program's finish_avg operation). Host code.
+inline constexpr int combine_of(RedOp op) {
+  switch (op) {
+    case RedOp::prod:
+      return elem::kProd;
+    case RedOp::min:
+      return elem::kMin;
+    case RedOp::max:
+      return elem::kMax;
+    case RedOp::sum:
+    case RedOp::avg:
+      break;
+  }
+  return elem::kSum;
+}
+
+// What one lane of one rank runs with.
+struct LaneRun {
+  const ExecOp* ops = nullptr;  // the rank's program
+  std::uint32_t count = 0;
+  int rank = 0;
+  int lane = 0;   // which slice of every data operation
+  int lanes = 1;  // lanes of every rank
+  std::uint64_t epoch = 0;
+  int avg_ranks = 1;                // finish_avg's divisor
+  std::uint64_t spin_limit_ns = 0;  // a wait longer than this is an error
+  Flag* error = nullptr;            // the program's error word
+  bool system_scope = false;        // flags at system scope (ranks on several GPUs)
+  int combine = elem::kSum;         // reduce's function (elem::Op; avg reduces as sum)
+};
+
+// ---- flags ------------------------------------------------------------------
+// `system`: ranks on several GPUs (flags read across the peer mapping), so
+// system scope; otherwise device scope. A run-time choice, uniform over a
+// launch (one object is never accessed at two scopes at once): a template
+// parameter would double the kernel's instantiations for code off the hot
+// loops.
+#ifdef __CUDACC__
+template <cuda::thread_scope kScope>
+using FlagRef = cuda::atomic_ref<Flag, kScope>;
+
+COLLKIT_INTERP Flag flag_load(Flag* f, bool system) {
+  constexpr auto kAcquire = cuda::std::memory_order_acquire;
+  return system ? FlagRef<cuda::thread_scope_system>(*f).load(kAcquire)
+                : FlagRef<cuda::thread_scope_device>(*f).load(kAcquire);
+}
+COLLKIT_INTERP void flag_add(Flag* f, bool system) {
+  constexpr auto kRelease = cuda::std::memory_order_release;
+  if (system) {
+    FlagRef<cuda::thread_scope_system>(*f).fetch_add(1, kRelease);
+  } else {
+    FlagRef<cuda::thread_scope_device>(*f).fetch_add(1, kRelease);
+  }
+}
+COLLKIT_INTERP Flag error_load(Flag* e, bool system) {
+  constexpr auto kRelaxed = cuda::std::memory_order_relaxed;
+  return system ? FlagRef<cuda::thread_scope_system>(*e).load(kRelaxed)
+                : FlagRef<cuda::thread_scope_device>(*e).load(kRelaxed);
+}
+COLLKIT_INTERP void error_store(Flag* e, Flag word, bool system) {
+  constexpr auto kRelaxed = cuda::std::memory_order_relaxed;
+  Flag expected = 0;
+  if (system) {
+    FlagRef<cuda::thread_scope_system>(*e).compare_exchange_strong(expected, word, kRelaxed);
+  } else {
+    FlagRef<cuda::thread_scope_device>(*e).compare_exchange_strong(expected, word, kRelaxed);
+  }
+}
+#else
+COLLKIT_INTERP Flag flag_load(Flag* f, bool /*system*/) {
+  return std::atomic_ref<Flag>(*f).load(std::memory_order_acquire);
+}
+COLLKIT_INTERP void flag_add(Flag* f, bool /*system*/) {
+  std::atomic_ref<Flag>(*f).fetch_add(1, std::memory_order_release);
+}
+COLLKIT_INTERP Flag error_load(Flag* e, bool /*system*/) {
+  return std::atomic_ref<Flag>(*e).load(std::memory_order_relaxed);
+}
+COLLKIT_INTERP void error_store(Flag* e, Flag word, bool /*system*/) {
+  Flag expected = 0;
+  std::atomic_ref<Flag>(*e).compare_exchange_strong(expected, word, std::memory_order_relaxed);
+}
+#endif
+
+// ---- data -------------------------------------------------------------------
+struct alignas(16) Vec16 {
+  unsigned char b[16];
+};
+
+template <typename T, int OP>
+COLLKIT_INTERP Vec16 apply_vec(Vec16 a, const Vec16& b) {
+  constexpr int kPer = 16 / sizeof(T);
+  T x[kPer], y[kPer];
+  memcpy(x, a.b, 16);
+  memcpy(y, b.b, 16);
+  COLLKIT_UNROLL
+  for (int k = 0; k < kPer; ++k) x[k] = elem::apply<T, OP>(x[k], y[k]);
+  memcpy(a.b, x, 16);
+  return a;
+}
+
+// [first, end) of `n` items for lane `lane` of `lanes`: contiguous slices.
+COLLKIT_INTERP std::int64_t slice_begin(std::int64_t n, int lane, int lanes) {
+  return n * lane / lanes;
+}
+
+constexpr int kUnroll = 4;
+
+// One lane's slice of dst = src (kCopy) or dst = dst op src (+ also), run by
+// `threads` threads of which this is `thread`. Elements are T: every offset of
+// a plan is a multiple of the element size.
+template <typename T, int OP, bool kIsReduce>
+COLLKIT_INTERP void data_slice(const ExecOp& op, int lane, int lanes, int thread, int threads) {
+  constexpr int kPer = 16 / sizeof(T);
+  T* dst = reinterpret_cast<T*>(op.dst);
+  const T* src = reinterpret_cast<const T*>(op.src);
+  [[maybe_unused]] T* also = kIsReduce ? reinterpret_cast<T*>(op.also) : nullptr;
+  const std::int64_t count = op.bytes / static_cast<std::int64_t>(sizeof(T));
+  const auto mis = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16; };
+  std::int64_t head = count, nvec = 0;
+  const std::uintptr_t m = mis(dst);
+  if (m == mis(src) && (!also || m == mis(also)) && m % sizeof(T) == 0) {
+    const std::int64_t h = static_cast<std::int64_t>((16 - m) % 16 / sizeof(T));
+    head = h < count ? h : count;
+    nvec = (count - head) / kPer;
+  }
+  // Vectors: this lane's contiguous share, threads strided within it.
+  const std::int64_t v0 = slice_begin(nvec, lane, lanes), v1 = slice_begin(nvec, lane + 1, lanes);
+  Vec16* vd = reinterpret_cast<Vec16*>(dst + head);
+  const Vec16* vs = reinterpret_cast<const Vec16*>(src + head);
+  [[maybe_unused]] Vec16* va = also ? reinterpret_cast<Vec16*>(also + head) : nullptr;
+  std::int64_t i = v0 + thread;
+  for (; i + (kUnroll - 1) * threads < v1; i += kUnroll * threads) {
+    Vec16 b[kUnroll];
+    COLLKIT_UNROLL
+    for (int u = 0; u < kUnroll; ++u) b[u] = vs[i + u * threads];
+    if constexpr (kIsReduce) {
+      Vec16 a[kUnroll];
+      COLLKIT_UNROLL
+      for (int u = 0; u < kUnroll; ++u) a[u] = vd[i + u * threads];
+      COLLKIT_UNROLL
+      for (int u = 0; u < kUnroll; ++u) {
+        a[u] = apply_vec<T, OP>(a[u], b[u]);
+        vd[i + u * threads] = a[u];
+        if (va) va[i + u * threads] = a[u];
+      }
+    } else {
+      COLLKIT_UNROLL
+      for (int u = 0; u < kUnroll; ++u) vd[i + u * threads] = b[u];
+    }
+  }
+  for (; i < v1; i += threads) {
+    if constexpr (kIsReduce) {
+      const Vec16 r = apply_vec<T, OP>(vd[i], vs[i]);
+      vd[i] = r;
+      if (va) va[i] = r;
+    } else {
+      vd[i] = vs[i];
+    }
+  }
+  // Scalars: the head and the tail, also split over the lanes.
+  const std::int64_t tail = head + nvec * kPer;
+  const std::int64_t scalars = head + (count - tail);
+  const std::int64_t s1 = slice_begin(scalars, lane + 1, lanes);
+  for (std::int64_t j = slice_begin(scalars, lane, lanes) + thread; j < s1; j += threads) {
+    const std::int64_t k = j < head ? j : tail + (j - head);
+    if constexpr (kIsReduce) {
+      const T r = elem::apply<T, OP>(dst[k], src[k]);
+      dst[k] = r;
+      if (also) also[k] = r;
+    } else {
+      dst[k] = src[k];
+    }
+  }
+}
+
+template <typename T>
+COLLKIT_INTERP void avg_slice(const ExecOp& op, int avg_ranks, int lane, int lanes, int thread,
+                              int threads) {
+  T* data = reinterpret_cast<T*>(op.dst);
+  const std::int64_t count = op.bytes / static_cast<std::int64_t>(sizeof(T));
+  const std::int64_t end = slice_begin(count, lane + 1, lanes);
+  for (std::int64_t j = slice_begin(count, lane, lanes) + thread; j < end; j += threads)
+    data[j] = elem::avg_divide(data[j], avg_ranks);
+}
+
+// ---- the program --------------------------------------------------------------
+// Env is what runs the lane (the device's thread block, or one host thread):
+//   int thread(), threads()      this thread among the lane's
+//   bool leader()                thread 0: spins and signals for the lane
+//   void sync()                  every thread of the lane (the block) gets here
+//   int share(int v)             sync() and the leader's v to every thread
+//   std::uint64_t now_ns()       a clock for the spin limit
+//   void pause()                 between two polls of a flag
+//   void between_ops()           before every operation (host: random delays)
+template <class Env>
+COLLKIT_INTERP ErrorCode wait_flag(Env& env, const LaneRun& run, Flag* flag, Flag target,
+                                   std::uint32_t op_index) {
+  if (flag_load(flag, run.system_scope) >= target) return kOk;
+  const std::uint64_t start = env.now_ns();
+  for (unsigned polls = 1;; ++polls) {
+    env.pause();
+    if (flag_load(flag, run.system_scope) >= target) return kOk;
+    // The clock and the error word every 16 polls.
+    if (polls % 16 != 0) continue;
+    if (error_load(run.error, run.system_scope) != 0) return kAborted;
+    if (env.now_ns() - start > run.spin_limit_ns) {
+      error_store(run.error, error_word(kTimeout, run.rank, op_index), run.system_scope);
+      return kTimeout;
+    }
+  }
+}
+
+// Runs one lane of one rank's program; kOk, or why it stopped (the error word
+// then says where the first failure was).
+template <typename T, class Env>
+COLLKIT_INTERP ErrorCode run_lane(Env& env, const LaneRun& run) {
+  const int lane = run.lane, lanes = run.lanes;
+  for (std::uint32_t i = 0; i < run.count; ++i) {
+    const ExecOp op = run.ops[i];
+    env.between_ops();
+    switch (op.code) {
+      case kSignal:
+      case kBarrier:
+        // The previous operation ended with sync(): the lane's writes are
+        // done; the release makes them visible with the flag.
+        if (env.leader()) flag_add(op.flag, run.system_scope);
+        if (op.code == kSignal) break;
+        [[fallthrough]];
+      case kWait: {
+        int status = kOk;
+        if (env.leader())
+          status =
+              wait_flag(env, run, op.flag, static_cast<Flag>(op.arrivals) * (run.epoch + 1), i);
+        status = env.share(status);
+        if (status != kOk) return static_cast<ErrorCode>(status);
+        break;
+      }
+      case kCopy:
+        data_slice<T, elem::kSum, false>(op, lane, lanes, env.thread(), env.threads());
+        env.sync();
+        break;
+      case kReduce:
+        // The combining function is chosen once per operation, not per
+        // element: one instantiation per type holds all four.
+        switch (run.combine) {
+          case elem::kProd:
+            data_slice<T, elem::kProd, true>(op, lane, lanes, env.thread(), env.threads());
+            break;
+          case elem::kMin:
+            data_slice<T, elem::kMin, true>(op, lane, lanes, env.thread(), env.threads());
+            break;
+          case elem::kMax:
+            data_slice<T, elem::kMax, true>(op, lane, lanes, env.thread(), env.threads());
+            break;
+          default:
+            data_slice<T, elem::kSum, true>(op, lane, lanes, env.thread(), env.threads());
+            break;
+        }
+        env.sync();
+        break;
+      case kFinishAvg:
+        avg_slice<T>(op, run.avg_ranks, lane, lanes, env.thread(), env.threads());
+        env.sync();
+        break;
+      default:
+        break;
+    }
+  }
+  return kOk;
+}
+
+#ifdef __CUDACC__
+// A thread block as the Env of run_lane.
+struct BlockEnv {
+  int* shared;  // one int of shared memory
+  bool system;  // flags at system scope
+  __device__ int thread() const { return static_cast<int>(threadIdx.x); }
+  __device__ int threads() const { return static_cast<int>(blockDim.x); }
+  __device__ bool leader() const { return threadIdx.x == 0; }
+  __device__ void fence() const {
+    if (system) {
+      __threadfence_system();
+    } else {
+      __threadfence();
+    }
+  }
+  __device__ void sync() {
+    __syncthreads();
+    // The leader's flag_add follows: make the block's writes visible at the
+    // flag's scope first (what the release does for the leader's own).
+    if (threadIdx.x == 0) fence();
+  }
+  __device__ int share(int v) {
+    if (threadIdx.x == 0) {
+      fence();  // after the acquire: the other threads read what the flag published
+      *shared = v;
+    }
+    __syncthreads();
+    const int r = *shared;
+    __syncthreads();  // nobody overwrites *shared before all have read it
+    return r;
+  }
+  __device__ std::uint64_t now_ns() const {
+    std::uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+  }
+  __device__ void pause() const { __nanosleep(100); }
+  __device__ void between_ops() const {}
+};
+#endif
+
+}  // namespace collkit::realrun::interp

@@ -1,0 +1,478 @@
+// The schedule interpreter without a GPU: device programs
+// (realrun/device_program.h) compiled from the plans and run by the host
+// engine (realrun/host_interpreter.h), which executes the per-operation
+// logic the GPU kernel executes (realrun/interpreter.h) with one thread per
+// rank and lane, real atomics and seeded random delays. Checked against the
+// collectives' definition (tests/realrun/oracle.h) and the bench's check
+// data, for every registered (collective, algorithm, variant) at p = 2..8;
+// and mutation tests: a program without one of its waits computes garbage,
+// without a signal it stops with an error instead of hanging, without a
+// barrier between lanes it computes garbage.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/registry.h"
+#include "core/error.h"
+#include "realrun/check_data.h"
+#include "realrun/device_program.h"
+#include "realrun/host_interpreter.h"
+#include "realrun/multirank.h"
+#include "realrun/plan.h"
+#include "tests/realrun/host_rank.h"
+#include "tests/realrun/oracle.h"
+
+namespace collkit::realrun {
+namespace {
+
+using testing_oracle::Case;
+using testing_oracle::HostRank;
+using testing_oracle::naive_input;
+using testing_oracle::naive_output;
+using testing_oracle::registered_cases;
+using testing_oracle::Values;
+
+bool host_can_read(void*, int, int) { return true; }
+
+std::unique_ptr<Schedule> schedule(Collective c, const std::string& algorithm, int p, int root,
+                                   std::int64_t n, int elem_size) {
+  ScheduleSpec spec;
+  spec.collective = c;
+  spec.algorithm = algorithm;
+  spec.ranks = p;
+  spec.root = root;
+  spec.count = n;
+  spec.elem_size = elem_size;
+  return make_schedule(spec);
+}
+
+// Every rank of one schedule as a device program on host memory.
+struct World {
+  World(const Schedule& s, DataType type, RedOp op, bool in_place, bool direct, int lanes) {
+    for (int r = 0; r < s.ranks(); ++r) plans.push_back(compile_plan(s, r, type, op, in_place));
+    for (const CompiledPlan& p : plans) ptrs.push_back(&p);
+    for (const CompiledPlan& p : plans) ranks.push_back(std::make_unique<HostRank>(p));
+    for (const auto& r : ranks) bases.push_back(r->bases);
+    multirank = compile_multirank(ptrs, direct ? &host_can_read : nullptr, nullptr);
+    program = compile_device_program(ptrs, multirank, lanes);
+  }
+  // Runs `program` (as compiled, or as a test changed it) once.
+  void run(const HostInterpreterOptions& options) {
+    if (!engine) engine = std::make_unique<HostInterpreter>(program, bases);
+    engine->run(options);
+  }
+  std::vector<CompiledPlan> plans;
+  std::vector<const CompiledPlan*> ptrs;
+  std::vector<std::unique_ptr<HostRank>> ranks;
+  std::vector<AreaBases> bases;
+  MultiRankProgram multirank;
+  DeviceProgram program;
+  std::unique_ptr<HostInterpreter> engine;
+};
+
+// `program` without rank r's operation i.
+void drop_op(DeviceProgram& program, int r, std::uint32_t i) {
+  program.ops.erase(program.ops.begin() + program.first_op[r] + i);
+  for (int q = r + 1; q <= program.ranks; ++q) --program.first_op[q];
+}
+
+// Inputs in place, outputs, scratch and temp as garbage (so a run that
+// reads before the writer wrote cannot find an earlier run's values).
+void load_inputs(World& w, const std::vector<Values>& in, bool in_place) {
+  for (std::size_t r = 0; r < w.plans.size(); ++r) {
+    const CompiledPlan& p = w.plans[r];
+    HostRank& h = *w.ranks[r];
+    if (h.scratch.size() > 0) std::memset(h.scratch.data(), 0x33, h.scratch.size());
+    if (h.temp.size() > 0) std::memset(h.temp.data(), 0x44, h.temp.size());
+    if (!in_place && p.output_bytes > 0)
+      std::memset(w.ranks[r]->output(), 0x5A, static_cast<std::size_t>(p.output_bytes));
+    if (p.input_bytes > 0)
+      std::memcpy(w.ranks[r]->input(), in[r].data(), static_cast<std::size_t>(p.input_bytes));
+  }
+}
+
+std::vector<Values> outputs(const World& w) {
+  std::vector<Values> out(w.plans.size());
+  for (std::size_t r = 0; r < w.plans.size(); ++r) {
+    out[r].resize(static_cast<std::size_t>(w.plans[r].output_bytes / 8));
+    if (!out[r].empty()) std::memcpy(out[r].data(), w.ranks[r]->output(), out[r].size() * 8);
+  }
+  return out;
+}
+
+std::string name_of(const Case& c) {
+  std::string name = std::string(to_string(c.collective)) + "_" + c.algorithm;
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+}
+
+// ---- the program ------------------------------------------------------------
+
+// What the compiler promises: every pull from a peer comes after a wait for
+// a flag that peer signals; every flag is signalled by the one rank it
+// belongs to, once per lane and iteration; barriers only with lanes.
+TEST(DeviceProgramTest, PullsWaitForTheirSendersAndFlagsHaveOneSignaller) {
+  for (const char* algorithm : {"ring", "recursive_doubling", "double_binary_tree"}) {
+    for (int lanes : {1, 3}) {
+      const auto s = schedule(Collective::all_reduce, algorithm, 5, 0, 41, 8);
+      World w(*s, DataType::int64, RedOp::sum, false, true, lanes);
+      const DeviceProgram& d = w.program;
+      std::vector<int> signals(d.flags(), 0);
+      std::int64_t pulls = 0;
+      for (int r = 0; r < d.ranks; ++r) {
+        std::vector<bool> waited_for(d.ranks, false);
+        for (const DevOp& o : d.rank_ops(r)) {
+          if (o.kind == DevOpKind::wait) {
+            ASSERT_NE(d.flag_rank[o.flag], r) << "a rank waits for its own event";
+            waited_for[d.flag_rank[o.flag]] = true;
+          }
+          if (o.kind == DevOpKind::signal || o.kind == DevOpKind::barrier) {
+            ASSERT_EQ(d.flag_rank[o.flag], r) << "rank " << r << " signals another's flag";
+            ++signals[o.flag];
+          }
+          if ((o.kind == DevOpKind::copy || o.kind == DevOpKind::reduce) && o.src.rank != r) {
+            ++pulls;
+            EXPECT_TRUE(waited_for[o.src.rank])
+                << algorithm << ": rank " << r << " pulls from " << o.src.rank << " unwaited";
+          }
+        }
+      }
+      for (int f = 0; f < d.flags(); ++f) EXPECT_EQ(signals[f], 1) << "flag " << f;
+      EXPECT_EQ(pulls, d.pulls);
+      // One pull per copy or direct reduce of the streams program that moves
+      // bytes between two ranks.
+      std::int64_t moved = 0;
+      for (const StreamCmd& c : w.multirank.cmds) {
+        if (c.kind == CmdKind::copy && c.peer != c.stream &&
+            w.plans[c.stream].recvs[c.index].ref.bytes > 0)
+          ++moved;
+        if (c.kind == CmdKind::reduce_from && c.peer != c.stream &&
+            w.plans[c.stream].locals[c.index].src.bytes > 0)
+          ++moved;
+      }
+      EXPECT_EQ(pulls, moved) << algorithm;
+      if (lanes == 1) {
+        EXPECT_EQ(d.barriers, 0);
+      }
+    }
+  }
+}
+
+// The memory traffic the program counts is the derivation of
+// docs/RESULTS.md for ring all_reduce on one GPU: out of place 2n per rank
+// for the first copy, 3b per reduce-scatter step (read both blocks, write
+// one), 2b per all-gather step; n (2P + 5(P - 1)) over all ranks.
+TEST(DeviceProgramTest, RingAllReduceTrafficIsTheDocumentedBound) {
+  for (int p : {2, 4, 8}) {
+    const std::int64_t n = 1 << 17;  // elements of 8 bytes: 1 MiB per rank
+    const auto s = schedule(Collective::all_reduce, "ring", p, 0, n, 8);
+    World w(*s, DataType::int64, RedOp::sum, false, true, 1);
+    const std::int64_t bytes = n * 8;
+    EXPECT_EQ(w.program.bytes_read + w.program.bytes_written, bytes * (2 * p + 5 * (p - 1)))
+        << "p=" << p;
+    World in_place(*s, DataType::int64, RedOp::sum, true, true, 1);
+    EXPECT_EQ(in_place.program.bytes_read + in_place.program.bytes_written, bytes * 5 * (p - 1))
+        << "p=" << p << " in place";
+  }
+}
+
+// One lane per 32 KiB of the largest operation (a ring block of 256 KiB:
+// 8), within [1, max_lanes].
+TEST(DeviceProgramTest, LanesFollowTheLargestOperation) {
+  const auto big = schedule(Collective::all_reduce, "ring", 4, 0, 1 << 17, 8);  // 1 MiB per rank
+  World w(*big, DataType::int64, RedOp::sum, true, true, 1);  // in place: no input copy
+  std::int64_t largest = 0;
+  for (const DevOp& o : w.program.ops) largest = std::max(largest, o.bytes);
+  EXPECT_EQ(largest, (1 << 20) / 4);  // a ring block
+  EXPECT_EQ(choose_lanes(w.ptrs, 1000), largest / kLaneBytes);
+  EXPECT_EQ(choose_lanes(w.ptrs, 3), 3);
+  EXPECT_EQ(choose_lanes(w.ptrs, 0), 1);
+  const auto small = schedule(Collective::all_reduce, "ring", 4, 0, 5, 8);
+  World t(*small, DataType::int64, RedOp::sum, false, true, 1);
+  EXPECT_EQ(choose_lanes(t.ptrs, 1000), 1);
+}
+
+TEST(DeviceProgramTest, BadLanesAndBindingsAreUsageErrors) {
+  const auto s = schedule(Collective::all_reduce, "ring", 3, 0, 7, 8);
+  World w(*s, DataType::int64, RedOp::sum, false, false, 1);
+  EXPECT_THROW(compile_device_program(w.ptrs, w.multirank, 0), UsageError);
+  std::vector<interp::Flag*> too_few;
+  EXPECT_THROW(bind_device_program(w.program, w.bases, too_few), UsageError);
+}
+
+// ---- every collective x algorithm -------------------------------------------
+
+class InterpreterScheduleTest : public ::testing::TestWithParam<Case> {};
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(InterpreterScheduleTest);
+
+// For every p = 2..8 two runs, whose root, count (0, 1, p - 1, p + 1, a few
+// hundred), placement, lanes (1..3) and receive mode (pull into temp, or
+// reduce straight from the sender) rotate with the case and p, so that
+// every case meets most of them and the suite stays fast.
+TEST_P(InterpreterScheduleTest, ComputesTheCollective) {
+  const Case& tc = GetParam();
+  const Collective c = tc.collective;
+  std::uint64_t k = std::hash<std::string>{}(name_of(tc)) % 997;
+  for (int p = 2; p <= 8; ++p) {
+    const std::vector<std::int64_t> counts{0, 1, p - 1, p + 1, 300 + p};
+    const std::vector<int> roots =
+        is_rooted(c) ? std::vector<int>{p - 1, 0, p / 2} : std::vector<int>{0};
+    for (int run = 0; run < 2; ++run, ++k) {
+      const std::int64_t n = c == Collective::barrier ? 0 : counts[(k + 2 * run) % counts.size()];
+      const int root = roots[(k + run) % roots.size()];
+      const int lanes = 1 + static_cast<int>((k + run) % 3);
+      const bool direct = (k + run) % 2 == 0;
+      const RedOp op = is_reduction(c) ? (k % 2 ? RedOp::max : RedOp::sum) : RedOp::sum;
+      const auto s = schedule(c, tc.algorithm, p, root, n, 8);
+      bool in_place = run == 1;
+      for (int r = 0; r < p && in_place; ++r)
+        in_place = in_place_hazard(*s, r, in_place_layout(c, p, r, root, n)).empty();
+      std::vector<Values> in;
+      for (int r = 0; r < p; ++r) in.push_back(naive_input(c, p, r, root, n));
+      World w(*s, DataType::int64, op, in_place, direct, lanes);
+      ASSERT_EQ(w.program.unsupported, "");
+      load_inputs(w, in, in_place);
+      HostInterpreterOptions o;
+      o.seed = k * 7919 + p;
+      w.run(o);
+      const auto out = outputs(w);
+      for (int r = 0; r < p; ++r)
+        ASSERT_EQ(out[r], naive_output(c, op, p, r, root, n, in))
+            << to_string(c) << " " << tc.algorithm << " p=" << p << " root=" << root << " n=" << n
+            << " lanes=" << lanes << (direct ? " direct" : "") << (in_place ? " in place" : "")
+            << " rank " << r;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, InterpreterScheduleTest, ::testing::ValuesIn(registered_cases()),
+                         [](const auto& info) { return name_of(info.param); });
+
+// Every type and op through the bench's check data (expected values from
+// the host's reduce_into, independent of the interpreter's element code),
+// bit for bit; the reducing collectives' algorithms, p and lanes rotate.
+// Two iterations in a row on the same flags (the second waits for counts
+// of the second iteration) with fresh inputs each.
+TEST(InterpreterTest, EveryTypeAndOpMatchesTheCheckData) {
+  const Collective collectives[] = {Collective::all_reduce, Collective::reduce_scatter,
+                                    Collective::reduce};
+  int i = 0;
+  for (DataType t : kAllDataTypes) {
+    for (RedOp op : kAllRedOps) {
+      const Collective c = collectives[i % 3];
+      const std::vector<std::string> algorithms = expand_algorithms(c, "all", false);
+      const std::string& algorithm = algorithms[(i / 3) % algorithms.size()];
+      const int p = 2 + i % 7;
+      const int lanes = 1 + i % 3;
+      const std::int64_t n = i % 2 ? 3 * p + 1 : 97 + 16 * p;
+      const int root = p - 1;
+      ++i;
+      const auto s = schedule(c, algorithm, p, root, n, size_of(t));
+      World w(*s, t, op, false, i % 2 == 0, lanes);
+      for (std::int64_t iter : {3, 4}) {
+        for (int r = 0; r < p; ++r) {
+          fill_check_input(c, t, op, p, r, iter,
+                           {w.ranks[r]->input(), static_cast<std::size_t>(w.plans[r].input_bytes)});
+          poison({w.ranks[r]->output(), static_cast<std::size_t>(w.plans[r].output_bytes)});
+        }
+        HostInterpreterOptions o;
+        o.seed = static_cast<std::uint64_t>(i) * 31 + iter;
+        w.run(o);
+        for (int r = 0; r < p; ++r) {
+          std::vector<std::byte> expected(static_cast<std::size_t>(w.plans[r].output_bytes));
+          expected_output(c, t, op, p, r, root, n, iter, expected);
+          const std::span<const std::byte> got{w.ranks[r]->output(), expected.size()};
+          EXPECT_EQ(count_wrong(t, got, expected), 0)
+              << to_string(c) << " " << algorithm << " p=" << p << " lanes=" << lanes << " "
+              << to_string(t) << " " << to_string(op) << " iteration " << iter << " rank " << r;
+        }
+      }
+      EXPECT_EQ(w.engine->iterations(), 2u);
+    }
+  }
+}
+
+// ---- mutations --------------------------------------------------------------
+
+// Ring all_reduce, 4 ranks: drop each wait of rank 1 in turn and slow down
+// the rank it waited for. Without the wait rank 1 reads a block before its
+// sender has reduced it, or overwrites a block its receiver has not pulled
+// yet: most drops must be caught as a wrong result (or a stop). The same
+// runs with every wait in place are right.
+TEST(InterpreterMutationTest, DroppingAWaitIsCaught) {
+  const int p = 4;
+  const std::int64_t n = 256;
+  const auto s = schedule(Collective::all_reduce, "ring", p, 0, n, 8);
+  std::vector<Values> in;
+  for (int r = 0; r < p; ++r) in.push_back(naive_input(Collective::all_reduce, p, r, 0, n));
+  const auto right = [&](const World& w) {
+    const auto out = outputs(w);
+    for (int r = 0; r < p; ++r)
+      if (out[r] != naive_output(Collective::all_reduce, RedOp::sum, p, r, 0, n, in)) return false;
+    return true;
+  };
+  World base(*s, DataType::int64, RedOp::sum, false, true, 1);
+  std::vector<std::uint32_t> waits;
+  for (std::uint32_t i = 0; i < base.program.rank_ops(1).size(); ++i)
+    if (base.program.rank_ops(1)[i].kind == DevOpKind::wait) waits.push_back(i);
+  ASSERT_GE(waits.size(), 6u);
+  int caught = 0;
+  for (std::uint32_t i : waits) {
+    const int slow = base.program.flag_rank[base.program.rank_ops(1)[i].flag];
+    HostInterpreterOptions o;
+    o.seed = i;
+    o.slow_rank = slow;
+    o.slow_us = 300;
+    o.spin_limit_ms = 2000;
+    {
+      World control(*s, DataType::int64, RedOp::sum, false, true, 1);
+      load_inputs(control, in, false);
+      control.run(o);
+      ASSERT_TRUE(right(control)) << "the unchanged program is wrong (wait " << i << ")";
+    }
+    World w(*s, DataType::int64, RedOp::sum, false, true, 1);
+    drop_op(w.program, 1, i);
+    load_inputs(w, in, false);
+    bool wrong = false;
+    try {
+      w.run(o);
+      wrong = !right(w);
+    } catch (const RuntimeFailure&) {
+      wrong = true;
+    }
+    caught += wrong ? 1 : 0;
+  }
+  // Not every single wait is needed for this input (the first step sends
+  // the input, which nobody writes; a later wait can cover an earlier one),
+  // but some must be.
+  EXPECT_GT(caught, 0) << "none of " << waits.size() << " dropped waits was caught";
+  // Every wait of rank 1 for its sender (rank 0) dropped at once: caught.
+  World w(*s, DataType::int64, RedOp::sum, false, true, 1);
+  for (std::uint32_t i = static_cast<std::uint32_t>(w.program.rank_ops(1).size()); i-- > 0;) {
+    const DevOp& o = w.program.rank_ops(1)[i];
+    if (o.kind == DevOpKind::wait && w.program.flag_rank[o.flag] == 0) drop_op(w.program, 1, i);
+  }
+  // A race, so a loaded machine could hide it once; it may take a few runs.
+  bool caught_all = false;
+  for (int attempt = 0; attempt < 5 && !caught_all; ++attempt) {
+    load_inputs(w, in, false);
+    HostInterpreterOptions o;
+    o.seed = 100 + attempt;
+    o.slow_rank = 0;
+    o.slow_us = 1000;
+    w.run(o);
+    caught_all = !right(w);
+  }
+  EXPECT_TRUE(caught_all) << "rank 1 never waited for rank 0, and nobody noticed";
+}
+
+// Without a signal its waiter can never go on: the bounded spin stops the
+// whole program with an error naming the rank and the flag, well within
+// the time a hang would take.
+TEST(InterpreterMutationTest, DroppingASignalStopsWithAnError) {
+  const int p = 3;
+  const auto s = schedule(Collective::all_gather, "ring", p, 0, 30, 8);
+  World w(*s, DataType::int64, RedOp::sum, false, false, 2);
+  std::uint32_t signal = 0;
+  while (w.program.rank_ops(2)[signal].kind != DevOpKind::signal) ++signal;
+  drop_op(w.program, 2, signal);
+  HostInterpreterOptions o;
+  o.spin_limit_ms = 200;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    w.run(o);
+    FAIL() << "no error";
+  } catch (const RuntimeFailure& e) {
+    // The first waiter to give up names itself and its flag: usually the
+    // one whose signal was dropped (rank 2's), or a rank stuck behind it.
+    const std::string what = e.what();
+    EXPECT_NE(what.find("waited longer than 200 ms"), std::string::npos) << what;
+    EXPECT_NE(what.find(", signalled by rank "), std::string::npos) << what;
+    EXPECT_NE(what.find("deadlock"), std::string::npos) << what;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  // After the error the engine starts over from iteration 0; the unchanged
+  // program runs with the same options.
+  EXPECT_EQ(w.engine->iterations(), 0u);
+  World good(*s, DataType::int64, RedOp::sum, false, false, 2);
+  EXPECT_NO_THROW(good.run(o));
+}
+
+// A schedule written out by hand.
+class ListSchedule final : public Schedule {
+ public:
+  ListSchedule(ScheduleSpec spec, std::vector<std::vector<Step>> steps, std::int64_t scratch = 0)
+      : Schedule(std::move(spec)), steps_(std::move(steps)), scratch_(scratch) {}
+  Generator<Step> program(int rank) const override { return emit(steps_[rank]); }
+
+ protected:
+  std::int64_t scratch_size(int) const override { return scratch_; }
+
+ private:
+  static Generator<Step> emit(std::vector<Step> steps) {
+    for (Step& s : steps) co_yield s;
+  }
+  std::vector<std::vector<Step>> steps_;
+  std::int64_t scratch_;
+};
+
+// Two lanes: a copy into scratch, then a copy of a shifted part of it. The
+// two operations' slices differ, so lane 0 of the second reads bytes lane 1
+// of the first writes: the compiler puts a barrier between them. Without
+// it, and with lane 1 slow, lane 0 copies stale bytes.
+TEST(InterpreterMutationTest, DroppingABarrierBetweenLanesIsCaught) {
+  const std::int64_t n = 64, shift = 16;
+  ScheduleSpec spec;
+  spec.collective = Collective::all_reduce;
+  spec.algorithm = "hand";
+  spec.ranks = 1;
+  spec.count = n;
+  spec.elem_size = 8;
+  std::vector<std::vector<Step>> steps(1);
+  steps[0].push_back(Step{{copy_op({Buf::input, 0, n}, {Buf::scratch, 0, n})}});
+  steps[0].push_back(Step{{copy_op({Buf::scratch, shift, n - shift}, {Buf::output, 0, n - shift}),
+                           copy_op({Buf::input, 0, shift}, {Buf::output, n - shift, shift})}});
+  ListSchedule s(spec, steps, n);
+  Values in(n);
+  for (std::int64_t j = 0; j < n; ++j) in[j] = 1000 + j;
+  Values want(n);
+  for (std::int64_t j = 0; j < n; ++j)
+    want[j] = j < n - shift ? in[j + shift] : in[j - (n - shift)];
+  HostInterpreterOptions o;
+  o.slow_rank = 0;
+  o.slow_lane = 1;
+  o.slow_us = 10000;
+  {
+    World w(s, DataType::int64, RedOp::sum, false, false, 2);
+    ASSERT_EQ(w.program.barriers, 1);
+    load_inputs(w, {in}, false);
+    w.run(o);
+    EXPECT_EQ(outputs(w)[0], want);
+  }
+  World w(s, DataType::int64, RedOp::sum, false, false, 2);
+  std::uint32_t barrier = 0;
+  while (w.program.rank_ops(0)[barrier].kind != DevOpKind::barrier) ++barrier;
+  drop_op(w.program, 0, barrier);
+  // A race: lane 1 sleeps 10 ms before each operation, so lane 0 almost
+  // always reads first; a loaded machine may need another run.
+  bool caught = false;
+  for (int attempt = 0; attempt < 5 && !caught; ++attempt) {
+    load_inputs(w, {in}, false);
+    w.run(o);
+    caught = outputs(w)[0] != want;
+  }
+  EXPECT_TRUE(caught) << "lane 0 was not caught reading what lane 1 had not written";
+  // With one lane the same program needs no barrier.
+  World one(s, DataType::int64, RedOp::sum, false, false, 1);
+  EXPECT_EQ(one.program.barriers, 0);
+}
+
+}  // namespace
+}  // namespace collkit::realrun
