@@ -875,6 +875,7 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
       track_mattered = true;
       result.repeats = static_cast<int>(repeats);
       std::vector<const Descent*> all;
+      all.reserve(fits.size());
       for (const Descent& d : fits) all.push_back(&d);
       result.repeat_spread = spread_of(all);
       const std::string list = disagreements(result.repeat_spread);
