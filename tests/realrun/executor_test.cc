@@ -15,6 +15,7 @@
 #include "algorithms/registry.h"
 #include "core/error.h"
 #include "realrun/loopback.h"
+#include "tests/realrun/list_schedule.h"
 #include "tests/realrun/oracle.h"
 
 namespace collkit::realrun {
@@ -109,24 +110,7 @@ INSTANTIATE_TEST_SUITE_P(Registry, RegisteredScheduleTest, ::testing::ValuesIn(r
                            return name;
                          });
 
-// A schedule written out by hand, so the executor's rules are tested without
-// depending on any generator.
-class ListSchedule final : public Schedule {
- public:
-  ListSchedule(ScheduleSpec spec, std::vector<std::vector<Step>> steps, std::int64_t scratch = 0)
-      : Schedule(std::move(spec)), steps_(std::move(steps)), scratch_(scratch) {}
-  Generator<Step> program(int rank) const override { return emit(steps_[rank]); }
-
- protected:
-  std::int64_t scratch_size(int) const override { return scratch_; }
-
- private:
-  static Generator<Step> emit(std::vector<Step> steps) {
-    for (Step& s : steps) co_yield s;
-  }
-  std::vector<std::vector<Step>> steps_;
-  std::int64_t scratch_;
-};
+using testing_oracle::ListSchedule;
 
 ScheduleSpec spec_of(Collective c, int p, std::int64_t n) {
   ScheduleSpec s;

@@ -26,6 +26,7 @@
 #include "realrun/multirank.h"
 #include "realrun/plan.h"
 #include "tests/realrun/host_rank.h"
+#include "tests/realrun/list_schedule.h"
 #include "tests/realrun/oracle.h"
 
 namespace collkit::realrun {
@@ -405,23 +406,7 @@ TEST(InterpreterMutationTest, DroppingASignalStopsWithAnError) {
   EXPECT_NO_THROW(good.run(o));
 }
 
-// A schedule written out by hand.
-class ListSchedule final : public Schedule {
- public:
-  ListSchedule(ScheduleSpec spec, std::vector<std::vector<Step>> steps, std::int64_t scratch = 0)
-      : Schedule(std::move(spec)), steps_(std::move(steps)), scratch_(scratch) {}
-  Generator<Step> program(int rank) const override { return emit(steps_[rank]); }
-
- protected:
-  std::int64_t scratch_size(int) const override { return scratch_; }
-
- private:
-  static Generator<Step> emit(std::vector<Step> steps) {
-    for (Step& s : steps) co_yield s;
-  }
-  std::vector<std::vector<Step>> steps_;
-  std::int64_t scratch_;
-};
+using testing_oracle::ListSchedule;
 
 // Two lanes: a copy into scratch, then a copy of a shifted part of it. The
 // two operations' slices differ, so lane 0 of the second reads bytes lane 1

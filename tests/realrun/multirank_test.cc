@@ -22,6 +22,7 @@
 #include "realrun/loopback.h"
 #include "realrun/plan.h"
 #include "tests/realrun/host_rank.h"
+#include "tests/realrun/list_schedule.h"
 #include "tests/realrun/oracle.h"
 
 namespace collkit::realrun {
@@ -243,23 +244,7 @@ TEST(MultiRankTest, CommandsFollowTheRendezvousContract) {
   EXPECT_EQ(copies, 5 * 4);
 }
 
-// A schedule written out by hand.
-class ListSchedule final : public Schedule {
- public:
-  ListSchedule(ScheduleSpec spec, std::vector<std::vector<Step>> steps, std::int64_t scratch = 0)
-      : Schedule(std::move(spec)), steps_(std::move(steps)), scratch_(scratch) {}
-  Generator<Step> program(int rank) const override { return emit(steps_[rank]); }
-
- protected:
-  std::int64_t scratch_size(int) const override { return scratch_; }
-
- private:
-  static Generator<Step> emit(std::vector<Step> steps) {
-    for (Step& s : steps) co_yield s;
-  }
-  std::vector<std::vector<Step>> steps_;
-  std::int64_t scratch_;
-};
+using testing_oracle::ListSchedule;
 
 ScheduleSpec spec_of(int p, std::int64_t n) {
   ScheduleSpec s;
