@@ -356,8 +356,9 @@ COLLKIT_INTERP ErrorCode run_lane(Env& env, const LaneRun& run) {
 #ifdef __CUDACC__
 // A thread block as the Env of run_lane.
 struct BlockEnv {
-  int* shared;  // one int of shared memory
-  bool system;  // flags at system scope
+  int* shared;            // one int of shared memory
+  bool system;            // flags at system scope
+  unsigned sleep_ns = 0;  // between two polls: 0 spins
   __device__ int thread() const { return static_cast<int>(threadIdx.x); }
   __device__ int threads() const { return static_cast<int>(blockDim.x); }
   __device__ bool leader() const { return threadIdx.x == 0; }
@@ -389,7 +390,11 @@ struct BlockEnv {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
   }
-  __device__ void pause() const { __nanosleep(100); }
+  // A sleep between polls adds up to its length (and its granularity) to
+  // every wait that is not already satisfied: the default spins.
+  __device__ void pause() const {
+    if (sleep_ns != 0) __nanosleep(sleep_ns);
+  }
   __device__ void between_ops() const {}
 };
 #endif

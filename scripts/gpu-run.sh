@@ -12,7 +12,8 @@
 # ar_p4.json, ar_p8.json; graph writes graph_p<P>_G<0|10>.json instead of
 # the last four (run it without kernel and vranks); engines writes
 # engines_p<P>_<interpreter|streams>_G<0|10>.json (four files for one P: run
-# it alone, or with unit). The summary (printed last) has one
+# it alone, or with unit; ENGINES_CHECKS and ENGINES_RUNS, lists of
+# engine:G, narrow its checked and timed runs). SWEEP_ENGINES and SWEEP_P narrow the sweep. The summary (printed last) has one
 # line per step with its exit code; the logs have everything. Each stage fits well inside
 # one 10-minute call on an H100; "all" is meant for one call, but split it
 # (e.g. "tests sanitizer" then "kernel vranks") if a run comes close.
@@ -82,7 +83,7 @@ if want sweep; then
   # virtual ranks, checked on the device: P = 3 and 16, last rank as root,
   # on each engine (the interpreter is the default).
   for engine in ${SWEEP_ENGINES:-interpreter streams}; do
-    for p in 3 16; do
+    for p in ${SWEEP_P:-3 16}; do
       for c in broadcast reduce all_gather scatter gather reduce_scatter all_reduce all_to_all barrier; do
         step "bench cuda -g $p $c --engine $engine" "$log" "$collkit" bench --backend cuda -g "$p" \
           --collective "$c" --engine "$engine" --algorithm all -b 4K -e 256K -f 8 -n 1 -w 0 -c 1 \
@@ -138,25 +139,24 @@ if want engines; then
   # one call per P (issue 21's targets: P = 8, ring at 1 MiB <= 25 us, every
   # all_reduce algorithm at 1 MiB within 2x of its HBM-traffic bound in
   # docs/RESULTS.md, >= 64 MiB at >= 0.95x of it). Each engine is checked at
-  # small sizes (with and without the graph) first; the timed runs skip the
-  # check (the host computes the expected values, seconds per size at
-  # 256 MiB), as vranks does.
+  # small sizes (with and without the graph) first, every type; the timed
+  # runs skip the check, as vranks does: the host computes the expected
+  # values (P^2 x count of them for all_reduce), which took 150 s for
+  # 1 KiB..4 MiB with -d all at P = 8 on the H100 machine.
   log="$out/bench.log"
   for p in ${ENGINES_P:-8}; do
-    for engine in interpreter streams; do
-      for g in 0 10; do
-        step "bench cuda -g $p all_reduce --engine $engine -G $g check" "$log" "$collkit" bench \
-          --backend cuda -g "$p" --collective all_reduce --algorithm all --engine "$engine" \
-          -b 1K -e 4M -f 16 -n 2 -w 1 -c 2 -G "$g" -d all -o sum
-      done
+    for run in ${ENGINES_CHECKS:-interpreter:0 interpreter:10 streams:0 streams:10}; do
+      engine="${run%%:*}" g="${run##*:}"
+      step "bench cuda -g $p all_reduce --engine $engine -G $g check" "$log" "$collkit" bench \
+        --backend cuda -g "$p" --collective all_reduce --algorithm all --engine "$engine" \
+        -b 1K -e "${ENGINES_CHECK_MAX:-256K}" -f 16 -n 2 -w 1 -c 1 -G "$g" -d all -o sum
     done
-    for engine in interpreter streams; do
-      for g in 0 10; do
-        step "bench cuda -g $p all_reduce --engine $engine -G $g" "$log" "$collkit" bench \
-          --backend cuda -g "$p" --collective all_reduce --algorithm all --engine "$engine" \
-          -b 1K -e 256M -f 4 -n 20 -w 5 -c 0 -G "$g" \
-          --json "$out/engines_p${p}_${engine}_G$g.json"
-      done
+    for run in ${ENGINES_RUNS:-interpreter:0 interpreter:10 streams:0 streams:10}; do
+      engine="${run%%:*}" g="${run##*:}"
+      step "bench cuda -g $p all_reduce --engine $engine -G $g" "$log" "$collkit" bench \
+        --backend cuda -g "$p" --collective all_reduce --algorithm all --engine "$engine" \
+        -b "${ENGINES_MIN:-1K}" -e 256M -f "${ENGINES_FACTOR:-4}" -n 20 -w 5 -c 0 -G "$g" \
+        --json "$out/engines_p${p}_${engine}_G$g.json"
     done
   done
 fi

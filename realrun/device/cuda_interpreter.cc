@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <string>
 
 #include "core/error.h"
@@ -10,6 +11,14 @@ namespace collkit::realrun {
 
 CudaInterpreter::CudaInterpreter(std::vector<int> rank_device)
     : rank_device_(std::move(rank_device)) {
+  if (const char* v = std::getenv("COLLKIT_INTERPRETER_POLL_NS")) {
+    char* end = nullptr;
+    const long ns = std::strtol(v, &end, 10);
+    if (end == v || *end != '\0' || ns < 0 || ns > 1000000)
+      throw UsageError("COLLKIT_INTERPRETER_POLL_NS=" + std::string(v) +
+                       ": expected nanoseconds between two polls of a flag in 0..1000000");
+    poll_sleep_ns_ = static_cast<unsigned>(ns);
+  }
   peer_ = enable_peer_access(rank_device_);
   for (int d : rank_device_)
     if (std::find(devices_.begin(), devices_.end(), d) == devices_.end()) devices_.push_back(d);
@@ -116,6 +125,7 @@ void CudaInterpreter::enqueue() {
     a.state = reinterpret_cast<InterpreterState*>(pd.state.data());
     a.avg_ranks = program_.ranks;
     a.spin_limit_ns = static_cast<std::uint64_t>(spin_limit_ms_ * 1e6);
+    a.poll_sleep_ns = poll_sleep_ns_;
     a.system_scope = system_scope_;
     a.type = program_.type;
     a.op = program_.op;

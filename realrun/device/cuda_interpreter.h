@@ -68,6 +68,7 @@ class CudaInterpreter {
   std::vector<PerDevice> per_device_;
   DeviceProgram program_;
   double spin_limit_ms_ = kDefaultSpinLimitMs;
+  unsigned poll_sleep_ns_ = 0;  // COLLKIT_INTERPRETER_POLL_NS: sleep between polls (0: spin)
   bool system_scope_ = false;
 };
 

@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(kInterpreterThreads) interpreter_kernel(Interp
     run.error = &st->error;
     run.system_scope = a.system_scope;
     run.combine = a.combine;
-    interp::BlockEnv env{&shared, a.system_scope};
+    interp::BlockEnv env{&shared, a.system_scope, a.poll_sleep_ns};
     interp::run_lane<T>(env, run);
   }
   __syncthreads();

@@ -38,7 +38,8 @@ struct InterpreterLaunch {
   InterpreterState* state = nullptr;  // device memory of this GPU
   int avg_ranks = 1;
   std::uint64_t spin_limit_ns = 0;
-  bool system_scope = false;  // ranks on several GPUs
+  unsigned poll_sleep_ns = 0;  // __nanosleep between two polls of a flag (0: spin)
+  bool system_scope = false;   // ranks on several GPUs
   DataType type = DataType::float32;
   RedOp op = RedOp::sum;
   int combine = 0;  // interp::combine_of(op), set by launch_interpreter

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -200,6 +201,31 @@ TEST_F(CudaInterpreterDeviceTest, ALostSignalStopsTheKernelWithAnError) {
   w.program = good;
   w.load();
   EXPECT_EQ(w.run_checked(2, 2, 0, 1000), 0);
+}
+
+// COLLKIT_INTERPRETER_POLL_NS: a sleep between polls gives the same results;
+// a value that is not nanoseconds in range is refused, naming it.
+TEST_F(CudaInterpreterDeviceTest, PollSleepIsAKnobAndBadValuesAreRefused) {
+  const auto s = schedule(Collective::all_reduce, "ring", 4, 0, 4099, DataType::float32);
+  for (const char* bad : {"-1", "abc", "1000001", "5ns"}) {
+    setenv("COLLKIT_INTERPRETER_POLL_NS", bad, 1);
+    try {
+      CudaInterpreter interpreter(std::vector<int>(4, 0));
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("COLLKIT_INTERPRETER_POLL_NS=") + bad),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  for (const char* good : {"0", "100", "2000"}) {
+    setenv("COLLKIT_INTERPRETER_POLL_NS", good, 1);
+    DeviceWorld w(*s, DataType::float32, RedOp::sum, false, 2);
+    ASSERT_EQ(w.problem, "");
+    w.load();
+    EXPECT_EQ(w.run_checked(3, 2, 0, 4099), 0) << good;
+  }
+  unsetenv("COLLKIT_INTERPRETER_POLL_NS");
 }
 
 }  // namespace
