@@ -639,20 +639,65 @@ struct NvlsWork {
 };
 
 // The data is split between the plan's trees (NCCL's two trees of the double
-// binary tree; channels alternate between them).
-std::vector<NvlsWork> nvls_work(const ScheduleSpec& spec, const std::vector<NvlsPlan>& plans) {
+// binary tree; channels alternate between them; in one node there is no
+// tree and every channel is alike).
+//
+// Folding: a channel's ranks, routes and rounds depend only on which node
+// tree it follows, so with spec.fold_channels the channels of one tree (and
+// of the same lanes) run as one work item: its lanes the sum of theirs, its slice the sum of theirs
+// (contiguous), its chunk the sum of theirs, so it has their chunk count and
+// each of its transfers is theirs side by side. The simulator gives a
+// transfer of L lanes L shares of every link it crosses (weighted max-min),
+// so where the channels are equal (equal lanes, hence slices and chunks
+// equal up to one element) the folded run has the same times, up to that
+// rounding, with one transfer where there were several. Channels of
+// different lanes fold separately. tests/sim/nccl_fold_test.cc compares the
+// two.
+std::vector<NvlsWork> nvls_work(const ScheduleSpec& spec, const std::vector<NvlsPlan>& plans,
+                                bool one_node) {
   const ChannelPlan& plan = *spec.plan;
   const std::vector<Slice> sl = slices(spec.count, plan.trees);
-  std::vector<NvlsWork> out;
+  std::vector<NvlsWork> per_channel;
   for (std::size_t i = 0; i < plan.trees.size(); ++i) {
     NvlsWork w;
     w.slice = sl[i];
     w.lanes = plan.trees[i].lanes;
-    w.which = static_cast<int>(i % 2);
+    w.which = one_node ? 0 : static_cast<int>(i % 2);
     const NvlsPlan& np = plans[static_cast<std::size_t>(w.which)];
     w.seg = chunk_elems(spec, w.slice.size, np.size + 2 * np.node_tree.height, true);
     w.chunks = w.slice.size == 0 ? 0 : (w.slice.size + w.seg - 1) / w.seg;
-    out.push_back(w);
+    per_channel.push_back(w);
+  }
+  if (!spec.fold_channels) return per_channel;
+  // Channels fold with the channels of the same node tree and the same
+  // lanes (hence the same slice and chunk, up to one element): those are
+  // alike, so the folded run has their times. Groups in order of first
+  // appearance, each group's data contiguous.
+  std::vector<NvlsWork> out;
+  std::vector<std::pair<int, int>> keys;  // (which, lanes) of out[k]
+  for (const NvlsWork& w : per_channel) {
+    const std::pair<int, int> key{w.which, w.lanes};
+    auto it = std::find(keys.begin(), keys.end(), key);
+    if (it == keys.end()) {
+      keys.push_back(key);
+      NvlsWork f;
+      f.which = w.which;
+      f.lanes = 0;
+      f.seg = 0;
+      out.push_back(f);
+      it = keys.end() - 1;
+    }
+    NvlsWork& f = out[static_cast<std::size_t>(it - keys.begin())];
+    f.lanes += w.lanes;
+    f.slice.size += w.slice.size;
+    f.seg += w.seg;
+  }
+  std::int64_t offset = 0;
+  for (NvlsWork& f : out) {
+    f.slice.offset = offset;
+    offset += f.slice.size;
+    f.seg = std::max<std::int64_t>(1, f.seg);
+    f.chunks = f.slice.size == 0 ? 0 : (f.slice.size + f.seg - 1) / f.seg;
   }
   return out;
 }
@@ -692,7 +737,7 @@ Generator<Step> nvls_program(ScheduleSpec spec, int rank, bool one_node) {
   co_yield copy_step({Buf::input, 0, spec.count}, {Buf::output, 0, spec.count});
   if (spec.ranks == 1) co_return;
   const std::vector<NvlsPlan> plans = nvls_plans(spec, one_node);
-  const std::vector<NvlsWork> work = nvls_work(spec, plans);
+  const std::vector<NvlsWork> work = nvls_work(spec, plans, one_node);
   std::vector<NvlsRank> ranks;
   std::int64_t end = 0;
   for (const NvlsWork& w : work) {
@@ -899,7 +944,7 @@ CostEstimate nvls_cost_for(const ScheduleSpec& spec, const CostParams& c, bool o
   const int p = spec.ranks;
   if (p == 1) return {};
   const std::vector<NvlsPlan> plans = nvls_plans(spec, one_node);
-  const std::vector<NvlsWork> work = nvls_work(spec, plans);
+  const std::vector<NvlsWork> work = nvls_work(spec, plans, one_node);
   std::int64_t steps = 0, max_sent = 0;
   double time = 0;
   for (int r = 0; r < p; ++r) {

@@ -128,6 +128,12 @@ struct ScheduleSpec {
   Protocol protocol = Protocol::none;
   int channels = 0;
   std::shared_ptr<const ChannelPlan> plan;
+  // nvls / nvls_tree: the channels of one node tree follow the same routes
+  // (the switch inside a node, the ranks of equal local index across nodes),
+  // so they run as one transfer per chunk carrying all their lanes, each
+  // chunk the sum of theirs (docs/NCCL.md, "Folded channels"). false: one
+  // transfer per channel, the check that folding changes no time.
+  bool fold_channels = true;
 };
 
 // The uneven block partition used wherever a vector of n elements is split

@@ -177,6 +177,9 @@ BENCHMARK(BM_SweepDgxH100)->Unit(benchmark::kMillisecond);
 // and <= 4 GiB.
 void BM_NcclCluster(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0));
+  // Second argument 0: NVLS channels channel by channel instead of folded
+  // (ScheduleSpec::fold_channels), the same times with more transfers.
+  const bool fold = state.range(1) != 0;
   std::unique_ptr<Topology> topo;
   try {
     topo = load_topology(source_dir() + "topologies/h100-cluster-" + std::to_string(nodes) +
@@ -192,15 +195,20 @@ void BM_NcclCluster(benchmark::State& state) {
   for (auto _ : state) {
     const NcclContext ctx = nccl_context(*topo, p);
     choice = nccl_choose(ctx, Collective::all_reduce, bytes, DataType::float32, RedOp::sum, "");
-    const auto schedule =
-        make_schedule(nccl_schedule_spec(all_reduce_spec("nccl", p, bytes), ctx, choice, *topo));
-    r = simulate(*schedule, *topo);
+    ScheduleSpec spec = nccl_schedule_spec(all_reduce_spec("nccl", p, bytes), ctx, choice, *topo);
+    spec.fold_channels = fold;
+    r = simulate(*make_schedule(spec), *topo);
   }
   report(state, r);
   state.counters["channels"] = choice.channels;
   state.SetLabel(describe(choice));
 }
-BENCHMARK(BM_NcclCluster)->Arg(128)->Arg(2048)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_NcclCluster)
+    ->Args({128, 1})
+    ->Args({128, 0})
+    ->Args({2048, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 }  // namespace
 }  // namespace collkit

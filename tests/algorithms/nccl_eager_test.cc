@@ -179,13 +179,20 @@ TEST_P(NcclEager, LaggedSchedulesComputeTheCollective) {
           plan->lag = 1;
           plan->finish(p);
           spec.plan = plan;
-          const auto schedule = make_schedule(spec);
-          ASSERT_EQ(schedule->spec().plan->lag, 1);
-          const std::vector<Data> out = run_eager(*schedule);
-          ASSERT_EQ(static_cast<int>(out.size()), p);
-          for (int r = 0; r < p; ++r)
-            ASSERT_EQ(out[static_cast<std::size_t>(r)], expected_output(c.collective, p, r, n))
-                << "rank " << r;
+          // NVLS channels fold by default (one transfer per node tree);
+          // channel by channel too where there are several channels.
+          const bool nvls = std::string(c.algorithm).find("nvls") != std::string::npos;
+          for (bool fold : {true, false}) {
+            if (!fold && (!nvls || channels == 1)) continue;
+            spec.fold_channels = fold;
+            const auto schedule = make_schedule(spec);
+            ASSERT_EQ(schedule->spec().plan->lag, 1);
+            const std::vector<Data> out = run_eager(*schedule);
+            ASSERT_EQ(static_cast<int>(out.size()), p);
+            for (int r = 0; r < p; ++r)
+              ASSERT_EQ(out[static_cast<std::size_t>(r)], expected_output(c.collective, p, r, n))
+                  << "rank " << r << (fold ? "" : ", channel by channel");
+          }
         }
       }
     }

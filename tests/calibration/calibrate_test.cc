@@ -203,7 +203,9 @@ TEST(Calibrate, RepeatsThatDisagreeAreNamedWithTheirSpread) {
       EXPECT_NEAR(s.spread, 0.5, 1e-3);
       named = true;
     }
-    if (s.name.find("latency_us") != std::string::npos) EXPECT_LT(s.spread, 1e-2) << s.name;
+    if (s.name.find("latency_us") != std::string::npos) {
+      EXPECT_LT(s.spread, 1e-2) << s.name;
+    }
   }
   EXPECT_TRUE(named);
   std::string warning;
