@@ -25,6 +25,13 @@ class GroupTopology : public Topology {
       rank_node.resize(static_cast<std::size_t>(size));
       for (int r = 0; r < size; ++r) rank_node[static_cast<std::size_t>(r)] = base.node_of(map(r));
     }
+    // The machine's protocols: on a GPU network the classic algorithms move
+    // their data as NCCL's kernels would (the topology's default protocol,
+    // with its base latency and wire efficiency), so a group's collective
+    // costs what `collkit simulate` gives on the same ranks.
+    for (int i = 0; i < 3; ++i) protocols[i] = base.protocols[i];
+    default_protocol = base.default_protocol;
+    name = base.name;
   }
   int num_ranks() const override { return size_; }
   std::int64_t num_links() const override { return base_.num_links(); }
@@ -36,6 +43,9 @@ class GroupTopology : public Topology {
   }
   int num_link_classes() const override { return base_.num_link_classes(); }
   int link_class(LinkId id) const override { return base_.link_class(id); }
+  int in_network_side(LinkId id, double& bandwidth) const override {
+    return base_.in_network_side(id, bandwidth);
+  }
 
  private:
   int map(int rank) const { return first_ + rank * stride_; }

@@ -10,10 +10,13 @@
 #include <map>
 #include <string>
 
+#include "algorithms/registry.h"
 #include "core/error.h"
 #include "core/nccl_sizes.h"
 #include "planner/planner_model.h"
 #include "planner_test_util.h"
+#include "sim/engine.h"
+#include "sim/sweep.h"
 #include "topologies/topology.h"
 
 namespace collkit {
@@ -163,32 +166,47 @@ class AlexNetOnDgx : public ::testing::Test {
   Model model_;
 };
 
-TEST_F(AlexNetOnDgx, ConvDataParallelFcSplitAtBatch256) {
+// On a DGX H100 every collective pays the topology's protocol (Simple: 8.4
+// us base latency per call, NCCL's figure): the split's four collectives
+// pay four of them where dp's one all_reduce pays one. fc6 and fc7 still
+// split at batch 256; fc8 (4.1 M weights, 7.8 MiB of gradients) runs data
+// parallel: its split would move small messages for the price of four calls.
+TEST_F(AlexNetOnDgx, ConvDataParallelLargeFcSplitAtBatch256) {
   const PlanResult r = plan(256);
   ASSERT_TRUE(r.fits);
   EXPECT_EQ(r.plan.layout.dp, 8);
   for (const char* conv : {"conv1", "conv2", "conv3", "conv4", "conv5"})
     EXPECT_EQ(layer(r, conv).choice.strategy, Strategy::dp) << conv;
-  for (const char* fc : {"fc6", "fc7", "fc8"}) {
+  for (const char* fc : {"fc6", "fc7"}) {
     const LayerPlan& l = layer(r, fc);
     EXPECT_EQ(l.choice.strategy, Strategy::fc_split) << fc;
     // No gradient all_reduce for a split layer: only gathers and scatters.
     for (const CollectiveUse& u : l.collectives) EXPECT_NE(u.collective, Collective::all_reduce);
   }
+  EXPECT_EQ(layer(r, "fc8").choice.strategy, Strategy::dp);
   // fc6 at 256 samples: all_gather of 256 x 9216 inputs, bf16.
   EXPECT_EQ(layer(r, "fc6").collectives[0].bytes, 256LL * 9216 * 2);
 }
 
-TEST_F(AlexNetOnDgx, SeedsVariantReachesTheSeedsConclusion) {
+// The seeds' network (fc6 of 2304 inputs): convolutions data parallel, the
+// two large FC layers split, fc8 data parallel as above.
+TEST_F(AlexNetOnDgx, SeedsVariantSplitsTheLargeFcLayers) {
   model_ = model("alexnet-2304");
   const PlanResult r = plan(256);
   for (const char* conv : {"conv1", "conv2", "conv3", "conv4", "conv5"})
     EXPECT_EQ(layer(r, conv).choice.strategy, Strategy::dp) << conv;
-  for (const char* fc : {"fc6", "fc7", "fc8"})
+  for (const char* fc : {"fc6", "fc7"})
     EXPECT_EQ(layer(r, fc).choice.strategy, Strategy::fc_split) << fc;
+  EXPECT_EQ(layer(r, "fc8").choice.strategy, Strategy::dp);
   EXPECT_EQ(layer(r, "fc6").collectives[0].bytes, 256LL * 2304 * 2);
 }
 
+// Where the planner switches an FC layer from the split to dp: the bytes
+// set the crossover (params / (in + out) samples), and the per-call costs
+// move the switch below it. On a switch without protocol figures (base
+// latency 0) the switch sits just below the volume crossover; on the DGX
+// H100 the split's three extra calls move it further down, most for fc8
+// whose messages are smallest.
 TEST_F(AlexNetOnDgx, FcLayersSwitchToDataParallelAtTheCrossover) {
   const PlanResult big = plan(65536);
   for (const char* fc : {"fc6", "fc7", "fc8"})
@@ -196,6 +214,7 @@ TEST_F(AlexNetOnDgx, FcLayersSwitchToDataParallelAtTheCrossover) {
   for (const char* conv : {"conv1", "conv5"})
     EXPECT_EQ(layer(big, conv).choice.strategy, Strategy::dp) << conv;
 
+  const auto plain = load_topology(source("topologies/switch-16.json"), 8);
   for (int i = 5; i < 8; ++i) {
     const Layer& l = model_.layers[i];
     // Per-step bytes each rank sends: constant for dp, linear in the batch
@@ -207,22 +226,65 @@ TEST_F(AlexNetOnDgx, FcLayersSwitchToDataParallelAtTheCrossover) {
     const double crossover = v_dp / v_split_per_sample;
     // = params / (in + out): fc6 2836, fc7 2048, fc8 804 samples.
     EXPECT_NEAR(crossover, static_cast<double>(l.params) / (l.in_features + l.out_features), 1e-6);
-    // The planner's switch, found by bisection over batches divisible by 8.
-    std::int64_t lo = 8, hi = 65536;  // split at lo, dp at hi
-    while (hi - lo > 8) {
-      const std::int64_t mid = (lo + hi) / 16 * 8;
-      (layer(plan(mid), l.name).choice.strategy == Strategy::fc_split ? lo : hi) = mid;
-    }
-    EXPECT_EQ(layer(plan(lo), l.name).choice.strategy, Strategy::fc_split);
-    EXPECT_EQ(layer(plan(hi), l.name).choice.strategy, Strategy::dp);
-    std::printf("%s: volume crossover %.0f, planner switches between %lld and %lld\n",
-                l.name.c_str(), crossover, static_cast<long long>(lo), static_cast<long long>(hi));
-    // The volumes set the crossover; the split's four collectives pay three
-    // more latencies than dp's one all_reduce, which moves the switch a
-    // little below it (most for fc8, whose messages are smallest).
-    EXPECT_LE(static_cast<double>(hi), 1.02 * crossover) << l.name;
-    EXPECT_GE(static_cast<double>(hi), 0.8 * crossover) << l.name;
+    // The planner's switch on a topology, found by bisection over batches
+    // divisible by 8: split at lo, dp at hi.
+    const auto switch_at = [&](const Topology& topo) {
+      const auto strategy = [&](std::int64_t batch) {
+        PlanOptions o;
+        o.ranks = 8;
+        o.batch = batch;
+        return layer(make_plan(model_, topo, o), l.name).choice.strategy;
+      };
+      std::int64_t lo = 8, hi = 65536;
+      while (hi - lo > 8) {
+        const std::int64_t mid = (lo + hi) / 16 * 8;
+        (strategy(mid) == Strategy::fc_split ? lo : hi) = mid;
+      }
+      EXPECT_EQ(strategy(hi), Strategy::dp);
+      return std::pair{lo, hi};
+    };
+    const auto [plain_lo, plain_hi] = switch_at(*plain);
+    const auto [dgx_lo, dgx_hi] = switch_at(*topo_);
+    std::printf(
+        "%s: volume crossover %.0f; switch-16 switches between %lld and %lld, dgx-h100 "
+        "between %lld and %lld\n",
+        l.name.c_str(), crossover, static_cast<long long>(plain_lo),
+        static_cast<long long>(plain_hi), static_cast<long long>(dgx_lo),
+        static_cast<long long>(dgx_hi));
+    // Without per-call costs the volumes decide, a few latencies aside.
+    EXPECT_LE(static_cast<double>(plain_hi), 1.02 * crossover) << l.name;
+    EXPECT_GE(static_cast<double>(plain_hi), 0.8 * crossover) << l.name;
+    // Per-call costs only favour dp (one call against four).
+    EXPECT_LE(dgx_hi, plain_hi + 8) << l.name;
   }
+  // fc6, the largest, still switches near its volume crossover on the DGX.
+  EXPECT_EQ(layer(plan(2048), "fc6").choice.strategy, Strategy::fc_split);
+}
+
+// A collective the planner prices over the whole machine costs what the
+// simulator gives for the same schedule on the topology itself: the group
+// keeps the machine's protocols (on the DGX H100 the classic algorithms move
+// their data with Simple's base latency and efficiency, as `collkit
+// simulate` times them).
+TEST_F(AlexNetOnDgx, WholeMachineCollectiveCostsWhatSimulateGives) {
+  const PlanResult r = plan(256);
+  const LayerPlan& fc8 = layer(r, "fc8");
+  ASSERT_EQ(fc8.collectives.size(), 1u);
+  const CollectiveUse& u = fc8.collectives[0];
+  ASSERT_EQ(u.collective, Collective::all_reduce);
+  ASSERT_EQ(u.group_size, 8);
+  ScheduleSpec spec;
+  spec.collective = Collective::all_reduce;
+  spec.algorithm = u.algorithm;
+  spec.ranks = 8;
+  spec.elem_size = 2;
+  spec.count = u.bytes / 2;
+  spec.model = cost_params_of(*topo_, 8);
+  spec.node_size = 8;
+  const double t = simulate(*make_schedule(spec), *topo_).time;
+  EXPECT_NEAR(u.time, t, 1e-9 * t) << u.algorithm;
+  // And that time carries the protocol: at least Simple's base latency.
+  EXPECT_GE(u.time, topo_->protocol(Protocol::simple).base_latency);
 }
 
 // A batch the ranks do not divide runs data parallel on the most ranks it
