@@ -945,8 +945,19 @@ CostEstimate nvls_cost_for(const ScheduleSpec& spec, const CostParams& c, bool o
   if (p == 1) return {};
   const std::vector<NvlsPlan> plans = nvls_plans(spec, one_node);
   const std::vector<NvlsWork> work = nvls_work(spec, plans, one_node);
-  std::int64_t steps = 0, max_sent = 0;
+  // Steps and bytes are the schedule's as built; the time estimate counts
+  // each channel's chunks as its own messages, folded or not (folding
+  // changes how the simulator runs the channels, not what they cost).
+  ScheduleSpec apart = spec;
+  apart.fold_channels = false;
   double time = 0;
+  for (const NvlsWork& w : nvls_work(apart, plans, one_node)) {
+    if (w.chunks == 0) continue;
+    const NvlsRank nr =
+        nvls_rank(plans[static_cast<std::size_t>(w.which)], 0, w.chunks, spec.plan->lag);
+    time = std::max(time, nr.end * message_time(c, spec.elem_size, w.seg, false));
+  }
+  std::int64_t steps = 0, max_sent = 0;
   for (int r = 0; r < p; ++r) {
     std::vector<std::pair<std::int64_t, std::int64_t>> iv;
     std::int64_t sent = 0;
@@ -973,7 +984,6 @@ CostEstimate nvls_cost_for(const ScheduleSpec& spec, const CostParams& c, bool o
       }
       add_tree_intervals(nr.tree, K, iv);
       sent += (nr.tree.parent >= 0 ? mine : 0) + nr.tree.kids * mine;
-      if (r == 0) time = std::max(time, nr.end * message_time(c, spec.elem_size, w.seg, false));
     }
     steps = std::max(steps, union_length(iv));
     max_sent = std::max(max_sent, sent);

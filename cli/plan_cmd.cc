@@ -32,6 +32,7 @@ struct PlanArgs {
   std::string device_tflops = "400";
   std::string json_path;
   std::string devices_per_node = "0";
+  std::string collectives = "best";
   // A layout to price (--tp --pp --dp --zero); empty = not given.
   std::string tp, pp, dp, zero;
 };
@@ -64,6 +65,10 @@ void run_plan(const PlanArgs& a) {
   if (dpn > (1 << 24))
     throw UsageError("--devices-per-node '" + a.devices_per_node + "': too large");
   opts.devices_per_node = static_cast<int>(dpn);
+  if (a.collectives != "best" && a.collectives != "nccl")
+    throw UsageError("--collectives '" + a.collectives +
+                     "': expected best (the fastest registered algorithm) or nccl (NCCL's choice)");
+  opts.nccl = a.collectives == "nccl";
   if (!a.tp.empty() || !a.pp.empty() || !a.dp.empty() || !a.zero.empty()) {
     UserLayout u;
     auto degree = [](const char* flag, const std::string& text) {
@@ -133,6 +138,9 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--dp", a->dp,
                   "Price this layout too: data-parallel degree (default: the most ranks left)");
   cmd->add_option("--zero", a->zero, "Price this layout too: ZeRO stage 0-3 (0)");
+  cmd->add_option("--collectives", a->collectives,
+                  "Price each collective as the fastest registered algorithm (best, default) or "
+                  "as NCCL runs it on the group (nccl)");
   cmd->add_option("--json", a->json_path, "Write the plan as JSON to this file (atomically)");
   cmd->callback([a] { run_plan(*a); });
 }

@@ -7,6 +7,7 @@
 
 #include "algorithms/registry.h"
 #include "core/error.h"
+#include "sim/nccl.h"
 #include "sim/sweep.h"
 
 namespace collkit {
@@ -32,6 +33,10 @@ class GroupTopology : public Topology {
     for (int i = 0; i < 3; ++i) protocols[i] = base.protocols[i];
     default_protocol = base.default_protocol;
     name = base.name;
+    // NCCL's graph as the file declares it (its INFO log) holds for the
+    // whole machine; on a subset of its ranks NCCL searches anew, and so
+    // does nccl_context.
+    if (first == 0 && stride == 1 && size == base.num_ranks()) nccl = base.nccl;
   }
   int num_ranks() const override { return size_; }
   std::int64_t num_links() const override { return base_.num_links(); }
@@ -53,13 +58,14 @@ class GroupTopology : public Topology {
   int first_, stride_, size_;
 };
 
-// Simulated time of the fastest registered algorithm, cached by (collective,
-// bytes, group), so a plan that asks for the same collective many times (96
-// identical blocks, many micro-batch candidates) simulates it once.
+// Simulated time of the fastest registered algorithm, or with `nccl` of
+// NCCL's own choice, cached by (collective, bytes, group), so a plan that
+// asks for the same collective many times (96 identical blocks, many
+// micro-batch candidates) simulates it once.
 class CommCost {
  public:
-  CommCost(const Topology& topology, DataType dtype, SimOptions sim)
-      : topology_(topology), dtype_(dtype), sim_(sim) {}
+  CommCost(const Topology& topology, DataType dtype, SimOptions sim, bool nccl)
+      : topology_(topology), dtype_(dtype), sim_(sim), nccl_(nccl) {}
 
   std::pair<double, std::string> best(Collective c, std::int64_t bytes, int first, int stride,
                                       int size) {
@@ -69,6 +75,23 @@ class CommCost {
     if (it != cache_.end()) return it->second;
     GroupTopology group(topology_, first, stride, size);
     const int elem = size_of(dtype_);
+    if (nccl_) {
+      // NCCL on the group's ranks: its channel search over them, its
+      // choice at this size, that schedule simulated (as `collkit simulate
+      // --algorithm nccl` on the same ranks).
+      ScheduleSpec spec;
+      spec.collective = c;
+      spec.algorithm = "nccl";
+      spec.ranks = size;
+      spec.elem_size = elem;
+      spec.count = std::max<std::int64_t>(1, bytes / elem);
+      const NcclContext ctx = nccl_context(group, size);
+      const NcclChoice choice = nccl_choose(ctx, c, spec.count * elem, dtype_, RedOp::sum, "");
+      const double t =
+          simulate(*make_schedule(nccl_schedule_spec(spec, ctx, choice, group)), group, sim_).time;
+      ++simulations_;
+      return cache_.emplace(key, std::pair{t, "nccl " + describe(choice)}).first->second;
+    }
     ScheduleSpec spec;
     spec.collective = c;
     spec.ranks = size;
@@ -119,6 +142,7 @@ class CommCost {
   const Topology& topology_;
   DataType dtype_;
   SimOptions sim_;
+  bool nccl_;
   std::map<std::tuple<Collective, std::int64_t, int, int, int>, std::pair<double, std::string>>
       cache_;
   std::int64_t simulations_ = 0;
@@ -345,7 +369,7 @@ class Planner {
         opts_(opts),
         elem_(size_of(opts.dtype)),
         opt_bytes_(optimizer_bytes_for(opts.dtype)),
-        cost_(topology, opts.dtype, opts.sim) {}
+        cost_(topology, opts.dtype, opts.sim, opts.nccl) {}
 
   std::vector<Candidate> candidates(const Layer& layer, const Layout& lay) {
     std::vector<Choice> choices;
@@ -955,6 +979,7 @@ Json plan_json(const PlanResult& res, const Model& model, const Topology& topolo
     j["devices_per_node"] = nullptr;
   j["batch"] = opts.batch;
   j["dtype"] = to_string(opts.dtype);
+  j["collectives"] = opts.nccl ? "nccl" : "best";
   j["optimizer_bytes_per_param"] = res.optimizer_bytes;
   j["device_memory_bytes"] = opts.device_memory;
   const Layout& lay = res.plan.layout;
@@ -1089,6 +1114,10 @@ std::string format_plan(const PlanResult& res, const Model& model, const PlanOpt
                                  .c_str()
                            : "");
   out += buf;
+  if (opts.nccl)
+    out +=
+        "# collectives: priced as NCCL runs them (its choice of algorithm, protocol and "
+        "channels on each group)\n";
   std::snprintf(buf, sizeof buf, "%-14s %-24s %12s %10s %10s  %s\n", "layer", "strategy",
                 "comm(ms)", "mem(GB)", "params", "collectives per step");
   out += buf;

@@ -17,7 +17,6 @@ namespace collkit {
 namespace {
 
 using testing_support::AlgoId;
-using testing_support::kRanks;
 using testing_support::make_spec;
 using testing_support::roots;
 
@@ -56,7 +55,7 @@ TEST_P(NcclSweep, VerifiesForEveryRankCountChannelCountRootAndCount) {
   const AlgoId& a = GetParam();
   int failures = 0, configs = 0;
   std::string first;
-  for (int p : kRanks) {
+  for (int p : testing_support::sweep_ranks()) {
     for (int channels : {1, 2, 3, 5, 8, 16, 32}) {
       // Counts 0, 1, p-1, p, p+1, a count not divisible by the channels, and
       // a large one on the smaller rank counts.

@@ -22,7 +22,6 @@ namespace {
 
 using testing_support::elem_size;
 using testing_support::kLargeCount;
-using testing_support::kRanks;
 using testing_support::make_spec;
 using testing_support::roots;
 using testing_support::sweep_counts;
@@ -147,7 +146,7 @@ void sweep_grid(const AlgorithmCase& a, const char* what, Check check, bool time
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> failures;
   long long configs = 0;
-  for (int p : kRanks)
+  for (int p : testing_support::sweep_ranks())
     for (int root : roots(a.collective, p))
       for (std::int64_t n : sweep_counts(a.collective, p)) {
         ++configs;

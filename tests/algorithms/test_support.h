@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +37,27 @@ inline void PrintTo(const AlgoId& a, std::ostream* os) { *os << a.label(); }
 // The rank counts of the sweep.
 inline constexpr int kRanks[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
                                  12, 13, 14, 15, 16, 17, 24, 32, 33, 64, 100};
+
+// The rank counts a sweep runs: kRanks, or with COLLKIT_SWEEP_MAX_RANKS=N
+// those up to N. The asan test preset sets 33 (docs/QUALITY.md): the
+// sanitizers look for memory errors, which the code paths of 64 and 100
+// ranks share with the smaller counts, at several times their cost; the
+// default preset sweeps every count.
+inline std::vector<int> sweep_ranks() {
+  int max = 1 << 30;
+  if (const char* v = std::getenv("COLLKIT_SWEEP_MAX_RANKS")) {
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (end == v || *end != '\0' || n < 1 || n > (1 << 30))
+      throw std::invalid_argument(std::string("COLLKIT_SWEEP_MAX_RANKS=") + v +
+                                  ": expected a rank count >= 1");
+    max = static_cast<int>(n);
+  }
+  std::vector<int> out;
+  for (int p : kRanks)
+    if (p <= max) out.push_back(p);
+  return out;
+}
 inline constexpr std::int64_t kLargeCount = 65537;
 
 // The counts of the sweep at p ranks, ascending and distinct: 0, 1, p-1, p,

@@ -145,6 +145,7 @@ TEST_F(PlanCli, BadInputExitsTwoWithAMessage) {
        "--devices-per-node 3: must divide the 8 ranks"},
       {alexnet_on_dgx() + " --batch 256 --devices-per-node x", "--devices-per-node 'x'"},
       {alexnet_on_dgx() + " --batch 0", "--batch '0': must be >= 1"},
+      {alexnet_on_dgx() + " --batch 256 --collectives NCCL", "--collectives 'NCCL': expected best"},
       {alexnet_on_dgx() + " --batch 256 --device-memory 80XB", "--device-memory '80XB'"},
       {alexnet_on_dgx() + " --batch 256 --dtype float7", "float7"},
       {"--model '" + (dir_ / "missing.json").string() + "'" + topo + " --batch 8",

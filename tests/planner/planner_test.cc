@@ -16,6 +16,7 @@
 #include "planner/planner_model.h"
 #include "planner_test_util.h"
 #include "sim/engine.h"
+#include "sim/nccl.h"
 #include "sim/sweep.h"
 #include "topologies/topology.h"
 
@@ -285,6 +286,39 @@ TEST_F(AlexNetOnDgx, WholeMachineCollectiveCostsWhatSimulateGives) {
   EXPECT_NEAR(u.time, t, 1e-9 * t) << u.algorithm;
   // And that time carries the protocol: at least Simple's base latency.
   EXPECT_GE(u.time, topo_->protocol(Protocol::simple).base_latency);
+}
+
+// --collectives nccl: every collective is priced as NCCL runs it, its own
+// choice of algorithm, protocol and channels on the group's ranks; over the
+// whole DGX that is what simulating that choice on the topology gives.
+TEST_F(AlexNetOnDgx, NcclPricingIsNcclsChoiceSimulated) {
+  PlanOptions o;
+  o.ranks = 8;
+  o.batch = 256;
+  o.nccl = true;
+  const PlanResult r = make_plan(model_, *topo_, o);
+  const NcclContext ctx = nccl_context(*topo_, 8);
+  int checked = 0;
+  for (const LayerPlan& lp : r.plan.layers) {
+    for (const CollectiveUse& u : lp.collectives) {
+      ASSERT_EQ(u.algorithm.rfind("nccl ", 0), 0u) << lp.name << ": " << u.algorithm;
+      ASSERT_EQ(u.group_size, 8) << lp.name;
+      ScheduleSpec spec;
+      spec.collective = u.collective;
+      spec.algorithm = "nccl";
+      spec.ranks = 8;
+      spec.elem_size = 2;
+      spec.count = u.bytes / 2;
+      const NcclChoice choice =
+          nccl_choose(ctx, u.collective, u.bytes, DataType::bfloat16, RedOp::sum, "");
+      EXPECT_EQ(u.algorithm, "nccl " + describe(choice)) << lp.name;
+      const double t =
+          simulate(*make_schedule(nccl_schedule_spec(spec, ctx, choice, *topo_)), *topo_).time;
+      EXPECT_NEAR(u.time, t, 1e-9 * t) << lp.name << " " << u.algorithm;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 8);
 }
 
 // A batch the ranks do not divide runs data parallel on the most ranks it

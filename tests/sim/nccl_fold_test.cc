@@ -15,6 +15,7 @@
 #include "algorithms/registry.h"
 #include "sim/engine.h"
 #include "sim/nccl.h"
+#include "sim/sweep.h"
 #include "topologies/topology.h"
 
 namespace collkit {
@@ -39,6 +40,12 @@ Run run(const Topology& topo, const NcclContext& ctx, const std::string& variant
   ScheduleSpec spec = nccl_schedule_spec(base, ctx, choice, topo);
   spec.fold_channels = fold;
   const SimResult r = simulate(*make_schedule(spec), topo);
+  // The closed-form estimate (catalogue, planner's filter) is the schedule's
+  // cost, not the simulator's way of running it: folding leaves it as is.
+  ScheduleSpec other = spec;
+  other.fold_channels = !fold;
+  const CostParams params = cost_params_of(topo, spec.ranks);
+  EXPECT_EQ(closed_form_cost(spec, params).time, closed_form_cost(other, params).time);
   return {r.time, r.messages};
 }
 
