@@ -75,16 +75,16 @@ class CommCost {
     if (it != cache_.end()) return it->second;
     GroupTopology group(topology_, first, stride, size);
     const int elem = size_of(dtype_);
+    ScheduleSpec spec;
+    spec.collective = c;
+    spec.ranks = size;
+    spec.elem_size = elem;
+    spec.count = std::max<std::int64_t>(1, bytes / elem);
     if (nccl_) {
       // NCCL on the group's ranks: its channel search over them, its
       // choice at this size, that schedule simulated (as `collkit simulate
       // --algorithm nccl` on the same ranks).
-      ScheduleSpec spec;
-      spec.collective = c;
       spec.algorithm = "nccl";
-      spec.ranks = size;
-      spec.elem_size = elem;
-      spec.count = std::max<std::int64_t>(1, bytes / elem);
       const NcclContext ctx = nccl_context(group, size);
       const NcclChoice choice = nccl_choose(ctx, c, spec.count * elem, dtype_, RedOp::sum, "");
       const double t =
@@ -92,11 +92,6 @@ class CommCost {
       ++simulations_;
       return cache_.emplace(key, std::pair{t, "nccl " + describe(choice)}).first->second;
     }
-    ScheduleSpec spec;
-    spec.collective = c;
-    spec.ranks = size;
-    spec.elem_size = elem;
-    spec.count = std::max<std::int64_t>(1, bytes / elem);
     spec.model = cost_params_of(group, size);
     spec.node_size = group.ranks_per_node(size);
     // Closed-form costs first: an algorithm predicted at more than twice the

@@ -391,14 +391,8 @@ class CudaBackend final : public BenchBackend {
         sms = d == 0 ? n : std::min(sms, n);
       }
       lane_cap_ = std::max(1, sms / per_device);
-      if (const char* v = std::getenv("COLLKIT_INTERPRETER_LANES")) {
-        char* end = nullptr;
-        const long n = std::strtol(v, &end, 10);
-        if (end == v || *end != '\0' || n < 1 || n > 4096)
-          throw UsageError("COLLKIT_INTERPRETER_LANES=" + std::string(v) +
-                           ": expected thread blocks per rank in 1..4096");
-        lanes_override_ = static_cast<int>(n);
-      }
+      lanes_override_ = static_cast<int>(
+          env_tuning("COLLKIT_INTERPRETER_LANES", 1, 4096, 0, "thread blocks per rank"));
     }
   }
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <string>
 
 #include "core/error.h"
@@ -11,14 +10,8 @@ namespace collkit::realrun {
 
 CudaInterpreter::CudaInterpreter(std::vector<int> rank_device)
     : rank_device_(std::move(rank_device)) {
-  if (const char* v = std::getenv("COLLKIT_INTERPRETER_POLL_NS")) {
-    char* end = nullptr;
-    const long ns = std::strtol(v, &end, 10);
-    if (end == v || *end != '\0' || ns < 0 || ns > 1000000)
-      throw UsageError("COLLKIT_INTERPRETER_POLL_NS=" + std::string(v) +
-                       ": expected nanoseconds between two polls of a flag in 0..1000000");
-    poll_sleep_ns_ = static_cast<unsigned>(ns);
-  }
+  poll_sleep_ns_ = static_cast<unsigned>(env_tuning("COLLKIT_INTERPRETER_POLL_NS", 0, 1000000, 0,
+                                                    "nanoseconds between two polls of a flag"));
   peer_ = enable_peer_access(rank_device_);
   for (int d : rank_device_)
     if (std::find(devices_.begin(), devices_.end(), d) == devices_.end()) devices_.push_back(d);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "core/error.h"
 
@@ -154,6 +155,17 @@ CudaEvent::CudaEvent(int device, bool timing) {
 
 CudaEvent::~CudaEvent() {
   if (event_) cudaEventDestroy(event_);
+}
+
+long env_tuning(const char* name, long lo, long hi, long fallback, const std::string& what) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return fallback;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (end == v || *end != '\0' || n < lo || n > hi)
+    throw UsageError(std::string(name) + "=" + v + ": expected " + what + " in " +
+                     std::to_string(lo) + ".." + std::to_string(hi));
+  return n;
 }
 
 }  // namespace collkit::realrun

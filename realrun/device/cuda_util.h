@@ -46,6 +46,11 @@ std::string cuda_version_text(int v);  // 13000 -> "13.0"
 // largest device index + 1.
 std::vector<std::vector<bool>> enable_peer_access(const std::vector<int>& rank_device);
 
+// A tuning variable of the cuda engines (COLLKIT_INTERPRETER_*): `fallback`
+// when unset, else its decimal value in [lo, hi]; anything else is a
+// UsageError "NAME=VALUE: expected WHAT in LO..HI".
+long env_tuning(const char* name, long lo, long hi, long fallback, const std::string& what);
+
 // Makes `device` current for its lifetime, restoring the previous one.
 class DeviceGuard {
  public:
