@@ -134,17 +134,33 @@ int GraphTopology::finalize() {
     if (out_degree[v] != 1) via_[v] = -1;
   }
 
+  // Dijkstra's graph: the nodes, plus, when endpoints do not forward, a
+  // departure vertex per endpoint that sends. An endpoint's out-links leave
+  // from its departure vertex, which only that endpoint's own routes start
+  // from, so no route can enter an endpoint and go on.
+  departure_.resize(n);
+  std::iota(departure_.begin(), departure_.end(), 0);
+  int vertices = n;
+  if (!endpoints_forward_) {
+    for (int v = 0; v < n; ++v)
+      if (!is_switch_[v] && out_degree[v] > 0) departure_[v] = vertices++;
+  }
+  graph_src_.resize(m);
+  for (std::size_t l = 0; l < m; ++l) graph_src_[l] = departure_[link_src_[l]];
+
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges(m);
   std::vector<EdgeWeight> props(m);
   for (std::size_t l = 0; l < m; ++l) {
-    edges[l] = {static_cast<std::uint32_t>(link_src_[l]), static_cast<std::uint32_t>(link_dst_[l])};
+    edges[l] = {static_cast<std::uint32_t>(graph_src_[l]),
+                static_cast<std::uint32_t>(link_dst_[l])};
     props[l].weight = weight_[l];
   }
   graph_ = std::make_unique<Graph>(
       Graph{Csr(boost::edges_are_unsorted_multi_pass, edges.begin(), edges.end(), props.begin(),
-                static_cast<std::uint32_t>(n))});
+                static_cast<std::uint32_t>(vertices))});
 
   if (endpoints_.empty()) return -1;
+  if (!endpoints_forward_) return check_pairs(vertices);
   // Every endpoint must reach endpoint 0 and be reached from it; then every
   // pair is connected. Searched along in-links, then along out-links.
   std::vector<LinkId> out_links(m);
@@ -175,6 +191,46 @@ int GraphTopology::finalize() {
     for (std::size_t r = 0; r < endpoints_.size(); ++r) {
       if (!seen[endpoints_[r]]) {
         lost_cannot_reach_ = !forward;
+        return static_cast<int>(r);
+      }
+    }
+  }
+  return -1;
+}
+
+int GraphTopology::check_pairs(int vertices) {
+  // Without forwarding, reaching endpoint 0 and back says nothing about the
+  // other pairs: search from every endpoint (O(p (n + m)); such files are
+  // hosts and small machines).
+  const std::size_t m = link_src_.size();
+  std::vector<std::int64_t> begin(static_cast<std::size_t>(vertices) + 1, 0);
+  for (std::size_t l = 0; l < m; ++l) ++begin[static_cast<std::size_t>(graph_src_[l]) + 1];
+  for (int v = 0; v < vertices; ++v) begin[v + 1] += begin[v];
+  std::vector<int> next(m);
+  std::vector<std::int64_t> fill(begin.begin(), begin.end() - 1);
+  for (std::size_t l = 0; l < m; ++l) next[fill[graph_src_[l]]++] = link_dst_[l];
+  std::vector<int> seen(static_cast<std::size_t>(vertices), -1);
+  std::vector<int> stack;
+  for (std::size_t r = 0; r < endpoints_.size(); ++r) {
+    const int from = departure_[endpoints_[r]];
+    const int mark = static_cast<int>(r);
+    seen[from] = mark;
+    stack.assign(1, from);
+    while (!stack.empty()) {
+      const int v = stack.back();
+      stack.pop_back();
+      for (std::int64_t i = begin[v]; i < begin[v + 1]; ++i) {
+        const int u = next[static_cast<std::size_t>(i)];
+        if (seen[u] != mark) {
+          seen[u] = mark;
+          stack.push_back(u);
+        }
+      }
+    }
+    for (std::size_t q = 0; q < endpoints_.size(); ++q) {
+      if (q != r && seen[endpoints_[q]] != mark) {
+        lost_cannot_reach_ = true;
+        lost_peer_ = static_cast<int>(q);
         return static_cast<int>(r);
       }
     }
@@ -223,7 +279,7 @@ const GraphTopology::Tree& GraphTopology::tree(int root, int target) const {
   }
   const bool full = it != trees_.end();
   const Csr& g = graph_->csr;
-  scratch_.resize(names_.size());
+  scratch_.resize(boost::num_vertices(g));
   examined_.clear();
   try {
     boost::dijkstra_shortest_paths_no_color_map(
@@ -273,9 +329,11 @@ void GraphTopology::route(int src, int dst, std::vector<LinkId>& out) const {
   // A single-homed source leaves by its only link; every shortest path from
   // it is that link plus a shortest path from the neighbour, which cannot
   // come back through the source (its only link leads away).
+  // (Without forwarding through endpoints the neighbour must be a switch.)
   int root = s;
   LinkId first = -1;
-  if (via_[s] >= 0) {
+  if (via_[s] >= 0 &&
+      (endpoints_forward_ || link_dst_[via_[s]] == t || is_switch_[link_dst_[via_[s]]])) {
     first = via_[s];
     root = link_dst_[first];
     if (root == t) {
@@ -284,7 +342,9 @@ void GraphTopology::route(int src, int dst, std::vector<LinkId>& out) const {
     }
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  const Tree& tree_of_root = tree(root, t);
+  // Dijkstra runs from the root's departure vertex (the root itself unless
+  // endpoints do not forward); a link's source counts at its graph vertex.
+  const Tree& tree_of_root = tree(departure_[root], t);
   std::uint64_t sel = static_cast<std::uint64_t>(t);
   int v = t;
   while (v != root) {
@@ -292,14 +352,14 @@ void GraphTopology::route(int src, int dst, std::vector<LinkId>& out) const {
     std::int64_t count = 0;
     for (std::int64_t i = in_begin_[v]; i < in_begin_[v + 1]; ++i) {
       LinkId l = in_links_[i];
-      std::int64_t du = tree_of_root.dist(link_src_[l]);
+      std::int64_t du = tree_of_root.dist(graph_src_[l]);
       if (du != kInf && du + weight_[l] == dv) ++count;
     }
     std::int64_t pick = static_cast<std::int64_t>(sel % static_cast<std::uint64_t>(count));
     sel /= static_cast<std::uint64_t>(count);
     for (std::int64_t i = in_begin_[v];; ++i) {
       LinkId l = in_links_[i];
-      std::int64_t du = tree_of_root.dist(link_src_[l]);
+      std::int64_t du = tree_of_root.dist(graph_src_[l]);
       if (du != kInf && du + weight_[l] == dv && pick-- == 0) {
         out.push_back(l);
         v = link_src_[l];

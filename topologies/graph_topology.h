@@ -42,12 +42,21 @@ class GraphTopology : public Topology {
   // Nodes that carry ranks, in rank order. Default: every non-switch node in
   // the order added.
   void set_endpoints(std::vector<int> nodes);
+  // false: a route never passes through an endpoint (only its first and last
+  // nodes may be endpoints); messages between endpoints cross switches only.
+  // For hosts whose processes do not forward each other's messages (shared
+  // memory, one copy between two processes). Set before finalize().
+  void set_endpoints_forward(bool forward) { endpoints_forward_ = forward; }
+  bool endpoints_forward() const { return endpoints_forward_; }
   // Freezes the graph (adjacency, link classes). Returns the index of an
   // endpoint that cannot reach or be reached from endpoint 0, or -1 if none;
   // lost_cannot_reach() then says which: true when it cannot reach endpoint
-  // 0, false when endpoint 0 cannot reach it.
+  // 0, false when endpoint 0 cannot reach it. Without forwarding through
+  // endpoints every pair is checked; lost_peer() is then the endpoint that
+  // the returned one cannot reach (-1 otherwise).
   int finalize();
   bool lost_cannot_reach() const { return lost_cannot_reach_; }
+  int lost_peer() const { return lost_peer_; }
   void set_num_ranks(int ranks) { ranks_ = ranks; }
 
   const std::string& node_name(int node) const { return names_[node]; }
@@ -88,6 +97,7 @@ class GraphTopology : public Topology {
     std::size_t size() const { return full ? dense.size() : settled.size(); }
   };
   const Tree& tree(int root, int target) const;  // caller holds mutex_
+  int check_pairs(int vertices);                 // finalize() without forwarding
 
   std::vector<std::string> names_;
   std::vector<bool> is_switch_;
@@ -96,6 +106,13 @@ class GraphTopology : public Topology {
   std::vector<int> link_src_, link_dst_;
   std::vector<LinkProps> link_props_;  // until finalize()
   bool lost_cannot_reach_ = false;
+  int lost_peer_ = -1;
+  bool endpoints_forward_ = true;
+  // Dijkstra's vertex of each link's source: the node itself, or, when
+  // endpoints do not forward, the endpoint's departure vertex (numbered from
+  // names_.size()), which only its own routes start from.
+  std::vector<int> graph_src_;
+  std::vector<int> departure_;  // per node: its departure vertex, or the node
   std::vector<int> link_class_;
   std::vector<LinkProps> classes_;
   std::vector<std::int64_t> weight_;  // Dijkstra weight of each link

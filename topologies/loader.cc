@@ -34,9 +34,18 @@ constexpr int kMaxFatTreeK = 128;
 // kMaxRanks). A k = 128 fat tree, the largest allowed, has 3.1M links.
 constexpr double kMaxGraphElements = 4194304;  // 2^22
 
-const std::vector<std::string> kTopKeys = {
-    "name",  "description", "endpoint",         "generator", "dims", "nodes",
-    "links", "ranks",       "devices_per_node", "protocols", "nccl"};
+const std::vector<std::string> kTopKeys = {"name",
+                                           "description",
+                                           "endpoint",
+                                           "generator",
+                                           "dims",
+                                           "nodes",
+                                           "links",
+                                           "ranks",
+                                           "protocols",
+                                           "nccl",
+                                           "devices_per_node",
+                                           "endpoints_forward"};
 const std::vector<std::string> kEndpointKeys = {"overhead_us", "reduce_gbps", "copy_gbps",
                                                 "cache_mb",    "dram_factor", "host_cores",
                                                 "pipelined",   "launch_us"};
@@ -585,11 +594,21 @@ std::unique_ptr<Topology> explicit_form(const Reader& rd, const json& top, Endpo
     }
     g->set_endpoints(std::move(eps));
   }
+  // "endpoints_forward": false: routes cross switches only, never another
+  // endpoint (docs/TOPOLOGY.md).
+  g->set_endpoints_forward(rd.boolean(top, "", "endpoints_forward", true));
   int lost = g->finalize();
   if (g->num_endpoints() == 0) rd.fail("nodes", "no endpoints (every node is a switch)");
   if (lost >= 0) {
     const std::string r =
         "rank " + std::to_string(lost) + " (node \"" + g->node_name(g->endpoint_node(lost)) + "\")";
+    if (g->lost_peer() >= 0) {
+      const int q = g->lost_peer();
+      rd.fail("links", "the graph is disconnected: " + r + " cannot reach rank " +
+                           std::to_string(q) + " (node \"" + g->node_name(g->endpoint_node(q)) +
+                           "\") without passing through another endpoint (endpoints_forward is "
+                           "false)");
+    }
     const std::string zero = "rank 0 (node \"" + g->node_name(g->endpoint_node(0)) + "\")";
     rd.fail("links", "the graph is disconnected: " + (g->lost_cannot_reach()
                                                           ? r + " cannot reach " + zero
@@ -755,6 +774,10 @@ std::unique_ptr<Topology> parse_topology(const std::string& text, const std::str
   }
   if (!expl && rd.find(top, "ranks")) {
     rd.fail("ranks", "only in the explicit form (generators take their size inside)");
+  }
+  if (!expl && rd.find(top, "endpoints_forward")) {
+    rd.fail("endpoints_forward",
+            "only in the explicit form (generators route through switches already)");
   }
   std::unique_ptr<Topology> t = gen    ? generator(rd, *gen, ep)
                                 : dims ? dims_form(rd, *dims, ep)
