@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -359,6 +360,45 @@ TEST(Calibrate, FittedFileThatWouldRerouteIsRefused) {
               std::string::npos)
         << e.what();
   }
+}
+
+// The shipped per-core base says endpoints do not forward: the same fitted
+// latencies as above (the same-core hop the only one that costs) keep every
+// route of the base, and the file is written.
+TEST(Calibrate, ShippedPinnedBaseKeepsItsRoutesWhateverTheLatencies) {
+  const std::string path = std::string(COLLKIT_SOURCE_DIR) + "/topologies/bases/host-pinned-4.json";
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::unique_ptr<Topology> base = parse_topology(text, path);
+  ASSERT_EQ(base->num_ranks(), 4);
+  // Ranks 0 and 2 share core 0, 1 and 3 core 1.
+  EXPECT_EQ(base->endpoint(0).host, base->endpoint(2).host);
+  EXPECT_EQ(base->endpoint(1).host, base->endpoint(3).host);
+  EXPECT_NE(base->endpoint(0).host, base->endpoint(1).host);
+  SweepSpec sweep;
+  sweep.collective = Collective::all_reduce;
+  sweep.algorithms = classic(Collective::all_reduce, "ring,recursive_doubling,linear");
+  sweep.ranks = 4;
+  sweep.sizes = {4096, 16384, 65536, 262144, 1 << 20, 4 << 20};
+  sweep.model = cost_params_of(*base, 4);
+  Report m = simulate_report(sweep, *base, {});
+  m.mode = ReportMode::measure;
+  m.topology.reset();
+  CalibrateOptions options;
+  options.starts = 1;
+  CalibrationResult r = calibrate({{"m.json", "0", m}}, *base, options);
+  LinkId same_core = -1;
+  for (LinkId id = 0; id < base->num_links(); ++id)
+    if (base->link_name(id) == "k0_in->k0_out") same_core = id;
+  ASSERT_GE(same_core, 0);
+  for (std::size_t c = 0; c < r.classes.size(); ++c)
+    r.classes[c].latency = static_cast<int>(c) == base->link_class(same_core) ? 1e-6 : 0.0;
+  const std::string fitted = fitted_topology_text(text, path, *base, r, "d");
+  const std::unique_ptr<Topology> check = parse_topology(fitted, "fitted.json");
+  std::vector<LinkId> route;
+  check->route(0, 2, route);
+  ASSERT_EQ(route.size(), 3u);
+  EXPECT_EQ(check->link_name(route[1]), "k0_in->k0_out");
 }
 
 // collkit bench runs the nccl family's schedules with their default
