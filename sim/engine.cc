@@ -531,13 +531,41 @@ class Engine {
     while (size < 4 * static_cast<std::size_t>(p) && size < (std::size_t{1} << 16)) size *= 2;
     return size;
   }
+  // The first way of the set of `key` in a cache of `size` entries.
+  static std::size_t cache_set(std::uint64_t key, std::size_t size) {
+    const std::uint64_t h = key * 0x9e3779b97f4a7c15ULL;
+    return (h ^ (h >> 29)) & (size - 2);
+  }
+  // Doubles a set-associative cache (routes_, splits_), keeping its entries
+  // and their order of recency.
+  template <typename Entry>
+  static void grow_cache(std::vector<Entry>& cache) {
+    std::vector<Entry> old(cache.size() * 2);
+    old.swap(cache);
+    for (std::size_t set = 0; set < old.size(); set += 2) {
+      for (int way = 1; way >= 0; --way) {
+        const Entry& e = old[set + static_cast<std::size_t>(way)];
+        if (e.key == ~std::uint64_t{0}) continue;
+        Entry* to = &cache[cache_set(e.key, cache.size())];
+        to[1] = to[0];
+        to[0] = e;
+      }
+    }
+  }
 
   // When almost every lookup misses (pairs used once, as in recursive
   // doubling at 2^20 ranks), probing the table only costs a cache miss per
-  // message: the cache is then bypassed for a while and re-tried. This never
+  // message: the cache is then bypassed for a while and re-tried. When pairs
+  // come back but more than one lookup in kGrowMisses misses and the misses
+  // since the last resize could have filled half the table (not only first
+  // lookups of new pairs: NVLS has about ten peers per rank, and 4p entries
+  // kept an eighth of the lookups missing, each a route walk in the
+  // topology), the cache doubles, up to kMaxRouteCache entries. This never
   // changes a result, only where a route comes from.
   static constexpr std::uint32_t kRouteWindow = 1u << 16;
   static constexpr std::uint32_t kBypassWindows = 15;
+  static constexpr std::uint32_t kGrowMisses = 32;
+  static constexpr std::size_t kMaxRouteCache = std::size_t{1} << 20;
 
   Route route(int src, int dst) {
     if (++route_lookups_ == kRouteWindow) {
@@ -545,6 +573,11 @@ class Engine {
         --route_bypass_;
       } else if (route_hits_ < kRouteWindow / 16) {
         route_bypass_ = kBypassWindows;
+      } else if (route_hits_ < kRouteWindow - kRouteWindow / kGrowMisses &&
+                 route_inserts_ > routes_.size() / 2 && routes_.size() < kMaxRouteCache) {
+        grow_cache(routes_);
+        if (!splits_.empty()) grow_cache(splits_);
+        route_inserts_ = 0;
       }
       route_lookups_ = 0;
       route_hits_ = 0;
@@ -552,8 +585,7 @@ class Engine {
     const std::uint64_t key = pair_key(src, dst);
     CachedRoute* set = nullptr;
     if (route_bypass_ == 0) {
-      const std::uint64_t h = key * 0x9e3779b97f4a7c15ULL;
-      set = &routes_[(h ^ (h >> 29)) & (routes_.size() - 2)];
+      set = &routes_[cache_set(key, routes_.size())];
       for (int way = 0; way < 2; ++way) {
         if (set[way].key == key) {
           ++route_hits_;
@@ -575,6 +607,7 @@ class Engine {
     const bool cache = set != nullptr && r.hops <= kCachedHops;
     std::uint32_t* slots;
     if (cache) {
+      ++route_inserts_;
       // The newest route goes to way 0 and the one it displaces to way 1.
       set[1] = set[0];
       set[0].key = key;
@@ -617,7 +650,7 @@ class Engine {
     double cost_bytes = bytes * std::max(scale(src), scale(dst));
     if (efficiency_ != 1) cost_bytes /= efficiency_;
     const bool fan = fan_out >= 2 || fan_in >= 2;
-    Split split;
+    Split& split = split_;
     const bool in_network = fan && split_route(src, dst, fan_out, fan_in, split);
     if (in_network && split.reduced_in_switch) {
       t.reduce = false;
@@ -689,43 +722,91 @@ class Engine {
     bool reduced_in_switch = false;
   };
   bool split_route(int src, int dst, std::uint16_t send_fan, std::uint16_t recv_fan, Split& out) {
-    topology_.route(src, dst, split_route_);
-    std::size_t into = split_route_.size();
-    double port_bw = 0;
-    for (std::size_t i = 0; i < split_route_.size(); ++i) {
-      double bw = 0;
-      if (topology_.in_network_side(split_route_[i], bw) == 1) {
-        into = i;
-        port_bw = bw;
-        break;
-      }
-    }
-    if (into + 1 >= split_route_.size()) return false;
+    const SplitGeometry& g = split_geometry(src, dst);
+    if (!g.in_network) return false;
     const double up = send_fan >= 2 ? 1.0 / send_fan : 1.0;
     const double down = recv_fan >= 2 ? 1.0 / recv_fan : 1.0;
+    // The narrowest link over c on each side (division by c > 0 keeps the
+    // order, so this is the smallest bw / c hop by hop), and the switch's
+    // in-network rate on the port the data enters and the one it leaves by.
+    out.alone_level = std::min({g.up_bw / up, g.down_bw / down, g.port_bw / up, g.port_bw / down});
     out.slots.clear();
     out.coeff.clear();
-    out.alone_level = std::numeric_limits<double>::infinity();
-    for (std::size_t i = 0; i < split_route_.size(); ++i) {
-      const double c = i <= into ? up : down;
-      const double bw = topology_.link(split_route_[i]).bandwidth;
-      out.alone_level = std::min(out.alone_level, bw / c);
-      if (network_) {
-        out.slots.push_back(network_->link_slot(split_route_[i]));
-        out.coeff.push_back(c);
-      }
-    }
-    // The switch's in-network rate on the port the data enters and the one
-    // it leaves by.
-    out.alone_level = std::min({out.alone_level, port_bw / up, port_bw / down});
     if (network_) {
-      out.slots.push_back(port_slot(split_route_[into], port_bw));
+      const std::uint32_t* slots = g.hops <= kCachedHops ? g.slots : long_split_slots_.data();
+      for (std::uint32_t i = 0; i < g.hops; ++i) {
+        out.slots.push_back(slots[i]);
+        out.coeff.push_back(i <= g.into ? up : down);
+      }
+      out.slots.push_back(slots[g.hops]);
       out.coeff.push_back(up);
-      out.slots.push_back(port_slot(split_route_[into + 1], port_bw));
+      out.slots.push_back(slots[g.hops + 1]);
       out.coeff.push_back(down);
     }
     out.reduced_in_switch = recv_fan >= 2;
     return true;
+  }
+
+  // What split_route needs of a pair's route, whatever the fans, kept in a
+  // set-associative cache like routes_ (allocated on the first fan, grown
+  // with it): every NVLS transfer is a fan, and asking the topology for its
+  // route each time cost a graph walk per message.
+  struct SplitGeometry {
+    std::uint64_t key = ~std::uint64_t{0};
+    bool in_network = false;  // the route crosses such a switch before its last link
+    std::uint32_t hops = 0;
+    std::uint32_t into = 0;  // the hop into the first such switch
+    double up_bw = 0;        // narrowest link of hops 0..into
+    double down_bw = 0;      // narrowest link of the hops after it
+    double port_bw = 0;      // the switch's in-network rate per port
+    // Flow model: the link slots of the hops, then the entry and exit ports'
+    // (in long_split_slots_ for a route of more than kCachedHops, not cached).
+    std::uint32_t slots[kCachedHops + 2];
+  };
+  const SplitGeometry& split_geometry(int src, int dst) {
+    if (splits_.empty()) splits_.resize(routes_.size());
+    const std::uint64_t key = pair_key(src, dst);
+    SplitGeometry* set = &splits_[cache_set(key, splits_.size())];
+    for (int way = 0; way < 2; ++way)
+      if (set[way].key == key) return set[way];
+    topology_.route(src, dst, split_route_);
+    SplitGeometry g;
+    g.key = key;
+    g.hops = static_cast<std::uint32_t>(split_route_.size());
+    std::size_t into = split_route_.size();
+    for (std::size_t i = 0; i < split_route_.size(); ++i) {
+      double bw = 0;
+      if (topology_.in_network_side(split_route_[i], bw) == 1) {
+        into = i;
+        g.port_bw = bw;
+        break;
+      }
+    }
+    g.in_network = into + 1 < split_route_.size();
+    if (g.in_network) {
+      g.into = static_cast<std::uint32_t>(into);
+      g.up_bw = g.down_bw = std::numeric_limits<double>::infinity();
+      for (std::size_t i = 0; i < split_route_.size(); ++i) {
+        const double bw = topology_.link(split_route_[i]).bandwidth;
+        double& side = i <= into ? g.up_bw : g.down_bw;
+        side = std::min(side, bw);
+      }
+    }
+    if (g.in_network && network_) {
+      if (g.hops > kCachedHops) long_split_slots_.resize(g.hops + 2);
+      std::uint32_t* slots = g.hops <= kCachedHops ? g.slots : long_split_slots_.data();
+      for (std::uint32_t i = 0; i < g.hops; ++i) slots[i] = network_->link_slot(split_route_[i]);
+      slots[g.hops] = port_slot(split_route_[into], g.port_bw);
+      slots[g.hops + 1] = port_slot(split_route_[into + 1], g.port_bw);
+    }
+    if (g.hops > kCachedHops) {
+      long_split_ = g;
+      return long_split_;
+    }
+    // The newest goes to way 0 and the one it displaces to way 1.
+    set[1] = set[0];
+    set[0] = g;
+    return set[0];
   }
 
   std::uint32_t port_slot(LinkId link, double bw) {
@@ -909,6 +990,10 @@ class Engine {
   const Protocol protocol_;
   const double efficiency_;  // of the protocol on this topology (1 = none)
   std::vector<LinkId> split_route_;
+  std::vector<SplitGeometry> splits_;  // by pair, as routes_; empty until a fan
+  SplitGeometry long_split_;           // a route too long for the cache
+  std::vector<std::uint32_t> long_split_slots_;
+  Split split_;                                    // start_transfer's, kept to reuse its storage
   sim_detail::FlatMap<std::uint32_t> port_slots_;  // in-network port (by link) -> virtual link
   std::vector<char> pipelined_;                    // per rank: EndpointProps::pipelined
   std::vector<PostExtra> extras_;
@@ -918,6 +1003,7 @@ class Engine {
   std::uint32_t route_lookups_ = 0;
   std::uint32_t route_hits_ = 0;
   std::uint32_t route_bypass_ = 0;  // windows left without the cache
+  std::size_t route_inserts_ = 0;   // routes cached since the last resize
   // Present in flow mode only: under alpha_beta every transfer's end is known
   // when it starts, so no event queue is needed at all.
   std::optional<FlowNetwork> network_;

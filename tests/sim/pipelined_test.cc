@@ -222,6 +222,39 @@ TEST(InNetwork, MulticastCrossesTheSendersLinkOnce) {
   }
 }
 
+// The engine keeps what a fan needs of a route per pair (and grows that
+// cache); a route longer than it caches takes the uncached way. Both must
+// give the plain figures, step after step: rank 0 multicasts 1000 bytes to
+// ranks 1..3 three times, once with a 2-hop route and once with rank 0
+// behind a chain of 14 switches (16 hops).
+TEST(InNetwork, RepeatedMulticastsOnShortAndLongRoutes) {
+  for (int chain : {0, 14}) {
+    SCOPED_TRACE(chain);
+    SmallGraph topo(4, 5 + chain);
+    int at = 0;
+    for (int k = 0; k < chain; ++k) {
+      topo.add_cable(at, 5 + k, 1e9, 1e-6);
+      at = 5 + k;
+    }
+    topo.add_cable(at, 4, 1e9, 1e-6);
+    for (int r = 1; r < 4; ++r) topo.add_cable(r, 4, 1e9, 1e-6);
+    topo.set_in_network(4, 1e12);
+    HandSchedule s(4);
+    for (int step = 0; step < 3; ++step) {
+      std::vector<Op> sends;
+      for (int d = 1; d < 4; ++d) {
+        Op op = send_op(d, in(1000));
+        op.fan_out = 3;
+        sends.push_back(op);
+        s.add(d, {recv_op(0, in(1000))});
+      }
+      s.add(0, sends);
+    }
+    const double one = (chain + 2) * 1e-6 + 1000 / 1e9;
+    for (NetModel m : kModels) expect_rel(run(s, topo, m).time, 3 * one);
+  }
+}
+
 TEST(InNetwork, SwitchReducesSoTheReceiverGetsTheSumOnce) {
   EndpointProps ep;
   ep.reduce_bw = 0.1e9;  // slow: would cost 10 us per 1000 bytes at the receiver
