@@ -15,6 +15,8 @@
 //                   between the ranks of equal local index
 //   nccl:p2p        all_to_all, scatter, gather: NCCL's grouped send/recv,
 //                   every transfer in one step
+//   nccl:pat        all_gather, reduce_scatter: PAT, NCCL's algorithm at one
+//                   GPU per node (algorithms/nccl_pat.*)
 //   nccl (auto)     NCCL's own choice per size, made on a topology by the
 //                   simulator (sim/nccl.h); not buildable from a spec alone
 #include <algorithm>
@@ -28,6 +30,7 @@
 #include "algorithms/blocks.h"
 #include "algorithms/costs.h"
 #include "algorithms/fold.h"
+#include "algorithms/nccl_pat.h"
 #include "algorithms/registry.h"
 #include "algorithms/tree_pipeline.h"
 #include "core/error.h"
@@ -73,7 +76,7 @@ void prepare_nccl(ScheduleSpec& spec) {
     throw UsageError(
         "nccl (NCCL's own choice of algorithm, protocol and channels) is made per size on a "
         "topology: use it with `collkit simulate`, or name a variant (nccl:ring, nccl:tree, "
-        "nccl:nvls, nccl:nvls_tree, nccl:p2p)");
+        "nccl:nvls, nccl:nvls_tree, nccl:p2p, nccl:pat)");
   if (spec.channels < 0 || spec.channels > 64)
     throw UsageError("nccl: channels must be 0..64 (0 = one), got " +
                      std::to_string(spec.channels));
@@ -1037,8 +1040,10 @@ Generator<Step> dispatch(const ScheduleSpec& spec, int rank) {
       if (v == "nvls") return nvls_all_reduce(spec, rank);
       return nvls_tree_all_reduce(spec, rank);
     case Collective::all_gather:
+      if (v == "pat") return pat_all_gather(spec, rank);
       return ring_all_gather(spec, rank);
     case Collective::reduce_scatter:
+      if (v == "pat") return pat_reduce_scatter(spec, rank);
       return ring_reduce_scatter(spec, rank);
     case Collective::broadcast:
       return ring_broadcast(spec, rank);
@@ -1076,6 +1081,10 @@ CostEstimate cost_of(const ScheduleSpec& spec, const CostParams& c) {
       if (v == "nvls") return nvls_cost_for(spec, c, true);
       if (v == "nvls_tree") return nvls_cost_for(spec, c, false);
       return ring_family_cost(spec, c);
+    case Collective::all_gather:
+    case Collective::reduce_scatter:
+      if (v == "pat") return pat_cost(spec, c);
+      return ring_family_cost(spec, c);
     default:
       return ring_family_cost(spec, c);
   }
@@ -1108,11 +1117,14 @@ void add_nccl(std::vector<AlgorithmDef>& defs) {
       "(2 H + K) (a + s b) for K chunks of s over height H (approximate, multi-port: every child "
       "served at once)"));
   defs.push_back(
-      nccl_def(Collective::all_gather, {"auto", "ring"},
-               "ring: per channel (p-1) a + (p-1)/p n_c b (one channel: the ring's form)"));
-  defs.push_back(nccl_def(Collective::reduce_scatter, {"auto", "ring"},
+      nccl_def(Collective::all_gather, {"auto", "ring", "pat"},
+               "ring: per channel (p-1) a + (p-1)/p n_c b (one channel: the ring's form). pat: "
+               "ceil(log2 p) rounds of a + (largest block) b (multi-port: on a shared link the "
+               "round's blocks share it)"));
+  defs.push_back(nccl_def(Collective::reduce_scatter, {"auto", "ring", "pat"},
                           "ring: per channel (p-1) a + (p-1)/p n_c (b + g) (one channel: the "
-                          "ring's form)"));
+                          "ring's form). pat: ceil(log2 p) rounds of a + (largest block) (b + g) "
+                          "(multi-port: on a shared link the round's blocks share it)"));
   defs.push_back(nccl_def(Collective::broadcast, {"auto", "ring"},
                           "ring: per channel a chain along the ring, (p+k-2)(a + n/k b) (exact "
                           "when segment divides n)"));

@@ -23,6 +23,9 @@ constexpr double kTreeNet[3] = {5.0, 8.5, 14.0};
 constexpr double kNvlsIntra = 25.0;
 constexpr double kNvlsNet = 18.0;
 constexpr double kNvlsTreeNet = 14.0;
+// PAT (NCCL 2.23+, tuning.cc): latency 8 us + log2(nodes) x the tree's
+// network hop / 3.5 + 2.8 us per rank, bandwidth 0.75 x the graph's.
+constexpr double kPatBase = 8.0, kPatPerRank = 2.8, kPatLogDivisor = 3.5, kPatBwFactor = 0.75;
 // Ring LL bandwidth cap (llMaxBw), GB/s: one node H100 / A100; more nodes
 // (Intel hosts) 2 nodes / more.
 constexpr double kLlMaxBwH100 = 141.0, kLlMaxBwA100 = 87.7, kLlMaxBw2 = 39.0, kLlMaxBwN = 20.4;
@@ -79,7 +82,7 @@ bool nccl_applies(const NcclContext& ctx, Collective c, const std::string& algor
                   RedOp op) {
   if (!is_nccl_algorithm(algorithm)) return false;
   const std::string variant = nccl_variant(algorithm);
-  for (const char* v : {"ring", "tree", "nvls", "nvls_tree", "p2p"}) {
+  for (const char* v : {"ring", "tree", "nvls", "nvls_tree", "p2p", "pat"}) {
     if (!variant.empty() && variant != v) continue;
     for (Protocol pr : kAllProtocols)
       for (std::int64_t bytes : {std::int64_t{1024}, std::int64_t{1} << 24})
@@ -195,6 +198,15 @@ double nccl_model_time(const NcclContext& ctx, Collective c, const std::string& 
       lat = kNvlsIntra + 2 * log2i(nodes) * kNvlsTreeNet;
     }
     (void)kNvlsNet;
+  } else if (variant == "pat") {
+    // One GPU per node only (ncclPatEnable), Simple only; no scaled
+    // reduce-scatter (avg). The tree graph's channels and bandwidth; the
+    // all_gather / reduce_scatter bandwidth is not converted to algbw.
+    if (c != Collective::all_gather && c != Collective::reduce_scatter) return -1;
+    if (nodes != n || protocol != Protocol::simple) return -1;
+    if (c == Collective::reduce_scatter && op == RedOp::avg) return -1;
+    alg = kPatBwFactor * ctx.tree_channels * ctx.tree_bw;
+    lat = kPatBase + log2i(nodes) * kTreeNet[p] / kPatLogDivisor + n * kPatPerRank;
   } else {
     return -1;
   }
@@ -204,7 +216,7 @@ double nccl_model_time(const NcclContext& ctx, Collective c, const std::string& 
 
 NcclChoice nccl_choose(const NcclContext& ctx, Collective c, std::int64_t bytes, DataType type,
                        RedOp op, const std::string& variant) {
-  const std::vector<std::string> all = {"ring", "tree", "nvls", "nvls_tree", "p2p"};
+  const std::vector<std::string> all = {"ring", "tree", "nvls", "nvls_tree", "p2p", "pat"};
   NcclChoice best;
   double best_t = -1;
   for (const std::string& v : all) {

@@ -64,8 +64,11 @@ TEST_F(TunerCli, WritesModelAndConfig) {
   EXPECT_EQ(m.comms[0].nodes, 8);
   EXPECT_EQ(m.comms[1].nodes, 4);
   // A fully connected topology has no NVLS switch: ring for all five
-  // collectives (3 protocols each), tree for allreduce.
-  EXPECT_EQ(m.comms[0].tables.size(), 5u * 3 + 3);
+  // collectives (3 protocols each), tree for allreduce, and, every rank on
+  // its own node, PAT (Simple) for allgather and reducescatter.
+  EXPECT_EQ(m.comms[0].tables.size(), 5u * 3 + 3 + 2);
+  EXPECT_NE(m.comms[0].find(2, 6, 2), nullptr);    // allgather pat simple
+  EXPECT_NE(m.comms[0].find(3, 6, 2), nullptr);    // reducescatter pat simple
   const TunerTable* t = m.comms[0].find(4, 1, 2);  // allreduce ring simple
   ASSERT_NE(t, nullptr);
   // The grid 1K 8K 64K 512K, and sizes either side of each channel change.
