@@ -7,6 +7,7 @@
 #include <boost/graph/dijkstra_shortest_paths_no_color_map.hpp>
 #include <boost/property_map/property_map.hpp>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -29,6 +30,8 @@ constexpr int kHopBits = 16;
 // Trees kept in memory: about this many distances in total (8 bytes each,
 // 16 in partial trees).
 constexpr std::size_t kTreeBudget = std::size_t{1} << 25;
+// Partial searches again before a root's tree is computed in full.
+constexpr int kPartialReruns = 2;
 
 }  // namespace
 
@@ -247,15 +250,30 @@ namespace {
 // Thrown by the visitor to end Dijkstra early (Boost's documented way).
 struct TargetSettled {};
 
-// Records settled nodes; with a target, stops once it is settled.
+// Records settled nodes; with a target, stops once every node as near as
+// the target is settled (a later target at that same distance, the common
+// case in a fat tree or a rail, is then answered without a new search).
+// Past `full_after` settled nodes the search is no longer partial: it runs
+// to completion (sorting and keeping most of the graph as pairs would cost
+// more than the dense tree) and says so in *went_full.
 struct Recorder : boost::default_dijkstra_visitor {
   std::vector<int>* examined;
-  std::int64_t target;  // -1: run to completion
+  mutable std::int64_t target;  // -1: run to completion
+  const std::vector<std::int64_t>* dist;
+  std::size_t full_after;
+  bool* went_full;
+  mutable std::int64_t limit = -1;  // the target's distance, once settled
   template <class Vertex, class G>
   void examine_vertex(Vertex v, const G&) const {
     if (target < 0) return;
+    if (limit >= 0 && (*dist)[v] > limit) throw TargetSettled{};
+    if (examined->size() >= full_after) {
+      target = -1;
+      *went_full = true;
+      return;
+    }
     examined->push_back(static_cast<int>(v));
-    if (static_cast<std::int64_t>(v) == target) throw TargetSettled{};
+    if (static_cast<std::int64_t>(v) == target) limit = (*dist)[v];
   }
 };
 
@@ -277,10 +295,17 @@ const GraphTopology::Tree& GraphTopology::tree(int root, int target) const {
       return t;
     }
   }
-  const bool full = it != trees_.end();
+  // A root whose partial tree cannot answer a later target searches again,
+  // partially, to that target (kPartialReruns times), then in full: NVLS and
+  // channel searches ask each GPU for peers at a few distances, and full
+  // trees of every GPU outgrew the budget from 512 nodes of 8 GPUs on
+  // (evicted and recomputed); a root asked for targets at many distances
+  // still ends with one full tree.
+  bool full = it != trees_.end() && it->second.reruns >= kPartialReruns;
   const Csr& g = graph_->csr;
   scratch_.resize(boost::num_vertices(g));
   examined_.clear();
+  bool went_full = false;
   try {
     boost::dijkstra_shortest_paths_no_color_map(
         g, static_cast<std::uint32_t>(root),
@@ -288,9 +313,15 @@ const GraphTopology::Tree& GraphTopology::tree(int root, int target) const {
             boost::make_iterator_property_map(scratch_.begin(), get(boost::vertex_index, g)))
             .weight_map(get(&EdgeWeight::weight, g))
             .distance_inf(kInf)
-            .visitor(Recorder{{}, &examined_, full ? -1 : target}));
+            .visitor(Recorder{{},
+                              &examined_,
+                              full ? -1 : target,
+                              &scratch_,
+                              std::max<std::size_t>(1024, scratch_.size() / 4),
+                              &went_full}));
   } catch (const TargetSettled&) {
   }
+  full = full || went_full;
   if (it == trees_.end()) {
     lru_.push_front(root);
     it = trees_.emplace(root, Tree{}).first;
@@ -305,9 +336,24 @@ const GraphTopology::Tree& GraphTopology::tree(int root, int target) const {
     t.dense = scratch_;
     t.settled = {};
   } else {
-    t.settled.clear();
-    for (int v : examined_) t.settled.emplace_back(v, scratch_[v]);
-    std::sort(t.settled.begin(), t.settled.end());
+    // Distances are exact, so what an earlier search settled joins what this
+    // one did (a farther target settles at least every nearer node; nodes at
+    // the earlier target's distance may be missing from this one).
+    std::vector<std::pair<int, std::int64_t>> fresh;
+    fresh.reserve(examined_.size());
+    for (int v : examined_) fresh.emplace_back(v, scratch_[v]);
+    std::sort(fresh.begin(), fresh.end());
+    if (t.settled.empty()) {
+      t.settled = std::move(fresh);
+    } else {
+      ++t.reruns;
+      std::vector<std::pair<int, std::int64_t>> merged;
+      merged.reserve(t.settled.size() + fresh.size());
+      std::set_union(t.settled.begin(), t.settled.end(), fresh.begin(), fresh.end(),
+                     std::back_inserter(merged),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+      t.settled = std::move(merged);
+    }
   }
   stored_ += t.size();
   // Least recently used trees go once the budget is passed, never the one

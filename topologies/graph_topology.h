@@ -80,13 +80,15 @@ class GraphTopology : public Topology {
  private:
   struct Graph;  // the Boost graph, kept out of this header
   // Shortest distances (latency and hops packed in one integer) from a root.
-  // The first query from a root stops Dijkstra once its target is settled
-  // and keeps only the settled nodes (routes to nearby ranks, the common
-  // case in ring-like schedules, then cost a few heap operations and a few
-  // bytes); a later query that partial tree cannot answer computes the full
-  // tree.
+  // The first query from a root stops Dijkstra once every node as near as
+  // its target is settled and keeps only the settled nodes (routes to nearby
+  // ranks, the common case in ring-like schedules, then cost a few heap
+  // operations and a few bytes); a later query that partial tree cannot
+  // answer searches again to its target and adds what it settles, 8 times at
+  // most; the next one computes the full tree.
   struct Tree {
     bool full = false;
+    int reruns = 0;                                     // partial searches after the first
     std::vector<std::int64_t> dense;                    // full: every node
     std::vector<std::pair<int, std::int64_t>> settled;  // partial: by node
     std::list<int>::iterator lru;
