@@ -58,8 +58,9 @@ int ceil_log2(int p) {
 }  // namespace
 
 std::vector<int> pat_distances(int p, bool all_gather) {
-  std::vector<int> d;
   const int k = ceil_log2(p);
+  std::vector<int> d;
+  d.reserve(static_cast<std::size_t>(k));
   for (int j = 0; j < k; ++j) d.push_back(1 << (all_gather ? k - 1 - j : j));
   return d;
 }
