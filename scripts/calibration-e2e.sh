@@ -98,11 +98,30 @@ for c in colls:
     for r in json.load(open(f"{out}/cmp-{c}.json"))["rows"]:
         if r["rel_error"] is not None:
             errs.append(abs(r["rel_error"]))
-errs.sort()
-def q(p):
-    pos = p * (len(errs) - 1); lo = int(pos); hi = min(lo + 1, len(errs) - 1)
-    return errs[lo] + (pos - lo) * (errs[hi] - errs[lo])
-print(f"== all collectives: {len(errs)} rows, |error| median {100*q(0.5):.1f}%, p90 {100*q(0.9):.1f}%")
+def q(v, p):
+    v = sorted(v)
+    pos = p * (len(v) - 1); lo = int(pos); hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (pos - lo) * (v[hi] - v[lo])
+print(f"== all collectives: {len(errs)} rows, |error| median {100*q(errs, 0.5):.1f}%, p90 {100*q(errs, 0.9):.1f}%")
+# The spread of the measurements themselves: |t_i - t_j| / min(t_i, t_j)
+# over every pair of repeats of every compared row (not native), the floor
+# no model of one run can beat (docs/RESULTS.md, issue 22).
+import glob, itertools
+spread = []
+for c in colls:
+    keys = {(r["algorithm"], r["bytes"], r["in_place"])
+            for r in json.load(open(f"{out}/cmp-{c}.json"))["rows"] if r["algorithm"] != "native"}
+    times = {}
+    for f in [f"{out}/m-{c}.json"] + sorted(glob.glob(f"{out}/m-{c}.[0-9]*.json")):
+        for r in json.load(open(f))["results"]:
+            k = (r["algorithm"], r["bytes"], r["in_place"])
+            if k in keys and r["time_us"] > 0:
+                times.setdefault(k, []).append(r["time_us"])
+    for v in times.values():
+        spread += [abs(a - b) / min(a, b) for a, b in itertools.combinations(v, 2)]
+if spread:
+    print(f"== repeats: {len(spread)} pairs, spread median {100*q(spread, 0.5):.1f}%, "
+          f"p90 {100*q(spread, 0.9):.1f}% (the floor no model of one run beats)")
 EOF
 
 "$collkit" report "${reports[@]}" -o "$out/report.html"
