@@ -43,6 +43,12 @@ int lanes_of(const ScheduleSpec& spec) {
   return std::clamp(lanes, 1, 65535);
 }
 
+// Every transfer of PAT carries all of the plan's channels.
+Op laned(Op op, int lanes) {
+  op.lanes = static_cast<std::uint16_t>(lanes);
+  return op;
+}
+
 Step local_step(Op op) {
   Step s;
   s.ops.push_back(op);
@@ -105,16 +111,12 @@ Generator<Step> pat_all_gather(ScheduleSpec spec, int rank) {
     Step s;
     for (int o : sends[k]) {
       if (block(o).count == 0) continue;  // the peer's block o + d - d is empty too
-      Op op = send_op(mod(rank - d, p), block(o));
-      op.lanes = static_cast<std::uint16_t>(lanes);
-      s.ops.push_back(op);
+      s.ops.push_back(laned(send_op(mod(rank - d, p), block(o)), lanes));
     }
     for (int o : sends[k]) {
       const Region into = block(o + d);
       if (into.count == 0) continue;
-      Op op = recv_op(mod(rank + d, p), into);
-      op.lanes = static_cast<std::uint16_t>(lanes);
-      s.ops.push_back(op);
+      s.ops.push_back(laned(recv_op(mod(rank + d, p), into), lanes));
     }
     if (!s.ops.empty()) co_yield std::move(s);
   }
@@ -136,18 +138,14 @@ Generator<Step> pat_reduce_scatter(ScheduleSpec spec, int rank) {
     Step s;
     for (int o : sends[k]) {
       if (block(o).count == 0) continue;
-      Op op = send_op(mod(rank + d, p), block(o));
-      op.lanes = static_cast<std::uint16_t>(lanes);
-      s.ops.push_back(op);
+      s.ops.push_back(laned(send_op(mod(rank + d, p), block(o)), lanes));
     }
     // Rank r - d sends its offsets o (bit log2(d) set): block r - d + o,
     // which is offset o - d here.
     for (int o : sends[k]) {
       const Region into = block(o - d);
       if (into.count == 0) continue;
-      Op op = recv_op(mod(rank - d, p), into, Combine::reduce);
-      op.lanes = static_cast<std::uint16_t>(lanes);
-      s.ops.push_back(op);
+      s.ops.push_back(laned(recv_op(mod(rank - d, p), into, Combine::reduce), lanes));
     }
     if (!s.ops.empty()) co_yield std::move(s);
   }

@@ -309,6 +309,23 @@ TEST(Calibrate, FittedFileOfACacheBaseGivesTheFitsTimes) {
 // the core links make the detour the shortest route. The fit kept the
 // base's routes, so the file would predict other times: refused, naming the
 // pair.
+// Fits `base` to its own simulated ring, recursive doubling and linear
+// all_reduce on 4 ranks at `sizes` (one start): the base's values fit exactly.
+CalibrationResult fit_own_all_reduce(const Topology& base, std::vector<std::int64_t> sizes) {
+  SweepSpec sweep;
+  sweep.collective = Collective::all_reduce;
+  sweep.algorithms = classic(Collective::all_reduce, "ring,recursive_doubling,linear");
+  sweep.ranks = 4;
+  sweep.sizes = std::move(sizes);
+  sweep.model = cost_params_of(base, 4);
+  Report m = simulate_report(sweep, base, {});
+  m.mode = ReportMode::measure;
+  m.topology.reset();
+  CalibrateOptions options;
+  options.starts = 1;
+  return calibrate({{"m.json", "0", m}}, base, options);
+}
+
 TEST(Calibrate, FittedFileThatWouldRerouteIsRefused) {
   Json t = {{"name", "two-cores"}, {"endpoint", {{"overhead_us", 1}, {"reduce_gbps", 5}}}};
   t["nodes"] = Json::array();
@@ -331,18 +348,7 @@ TEST(Calibrate, FittedFileThatWouldRerouteIsRefused) {
   t["ranks"] = {"r0", "r1", "r2", "r3"};
   const std::string text = t.dump();
   const std::unique_ptr<Topology> base = parse_topology(text, "two-cores.json");
-  SweepSpec sweep;
-  sweep.collective = Collective::all_reduce;
-  sweep.algorithms = classic(Collective::all_reduce, "ring,recursive_doubling,linear");
-  sweep.ranks = 4;
-  sweep.sizes = {4096, 65536, 1 << 20, 4 << 20};
-  sweep.model = cost_params_of(*base, 4);
-  Report m = simulate_report(sweep, *base, {});
-  m.mode = ReportMode::measure;
-  m.topology.reset();
-  CalibrateOptions options;
-  options.starts = 1;
-  CalibrationResult r = calibrate({{"m.json", "0", m}}, *base, options);
+  CalibrationResult r = fit_own_all_reduce(*base, {4096, 65536, 1 << 20, 4 << 20});
   // The base's own values fit exactly and keep every route.
   EXPECT_NO_THROW(fitted_topology_text(text, "two-cores.json", *base, r, "d"));
   const int core = base->link_class([&] {
@@ -375,18 +381,7 @@ TEST(Calibrate, ShippedPinnedBaseKeepsItsRoutesWhateverTheLatencies) {
   EXPECT_EQ(base->endpoint(0).host, base->endpoint(2).host);
   EXPECT_EQ(base->endpoint(1).host, base->endpoint(3).host);
   EXPECT_NE(base->endpoint(0).host, base->endpoint(1).host);
-  SweepSpec sweep;
-  sweep.collective = Collective::all_reduce;
-  sweep.algorithms = classic(Collective::all_reduce, "ring,recursive_doubling,linear");
-  sweep.ranks = 4;
-  sweep.sizes = {4096, 16384, 65536, 262144, 1 << 20, 4 << 20};
-  sweep.model = cost_params_of(*base, 4);
-  Report m = simulate_report(sweep, *base, {});
-  m.mode = ReportMode::measure;
-  m.topology.reset();
-  CalibrateOptions options;
-  options.starts = 1;
-  CalibrationResult r = calibrate({{"m.json", "0", m}}, *base, options);
+  CalibrationResult r = fit_own_all_reduce(*base, {4096, 16384, 65536, 262144, 1 << 20, 4 << 20});
   LinkId same_core = -1;
   for (LinkId id = 0; id < base->num_links(); ++id)
     if (base->link_name(id) == "k0_in->k0_out") same_core = id;
