@@ -10,9 +10,14 @@
 //                   pipelined in chunks, every child served in the same round
 //   nccl:nvls       all_reduce through a switch that multicasts and reduces:
 //                   reduce-scatter of each chunk into the switch (fan_in),
-//                   all-gather by multicast (fan_out), chunks pipelined
+//                   all-gather by multicast (fan_out), chunks pipelined; on
+//                   several nodes (a plan's node_of) SHARP across them
+//                   between the ranks of equal local index
 //   nccl:nvls_tree  all_reduce: nvls inside each node, a tree across nodes
 //                   between the ranks of equal local index
+//   nccl:collnet_direct  all_reduce: reduce-scatter and all-gather inside
+//                   each node by direct NVLink transfers, the network's
+//                   switches reducing (SHARP) across nodes in between
 //   nccl:p2p        all_to_all, scatter, gather: NCCL's grouped send/recv,
 //                   every transfer in one step
 //   nccl:pat        all_gather, reduce_scatter: PAT, NCCL's algorithm at one
@@ -76,7 +81,7 @@ void prepare_nccl(ScheduleSpec& spec) {
     throw UsageError(
         "nccl (NCCL's own choice of algorithm, protocol and channels) is made per size on a "
         "topology: use it with `collkit simulate`, or name a variant (nccl:ring, nccl:tree, "
-        "nccl:nvls, nccl:nvls_tree, nccl:p2p, nccl:pat)");
+        "nccl:nvls, nccl:nvls_tree, nccl:collnet_direct, nccl:p2p, nccl:pat)");
   if (spec.channels < 0 || spec.channels > 64)
     throw UsageError("nccl: channels must be 0..64 (0 = one), got " +
                      std::to_string(spec.channels));
@@ -571,19 +576,66 @@ Generator<Step> tree_all_reduce(ScheduleSpec spec, int rank) {
   }
 }
 
-// ---- nvls and nvls_tree: all_reduce ------------------------------------------
+// ---- node-sharded all_reduce: nvls, nvls_tree, collnet_direct -------------
 //
-// The g ranks of a node (plan.node_of; nvls: all ranks form one node) split
-// each chunk of a slice into g shards; local rank q owns shard q. Per chunk i:
-//   rounds i + a       reduce-scatter through the switch: the peer at cyclic
-//                      distance a + 1 after q sends shard q (fan_in g - 1),
-//                      so q reduces one peer's data per round into its shard
-//   rounds B + ...     (B = g - 1) the staggered tree across nodes on shard
-//                      q among the ranks of equal local index (nvls_tree;
-//                      NCCL's double binary tree over the nodes)
-//   round B + R + d + i  all-gather: q multicasts its finished shard to the
-//                      node (fan_out g - 1)
-// (R: the node tree's root round, d: the node's depth; one node: no tree.)
+// The g ranks of a node (plan.node_of; nvls with no node_of: all ranks form
+// one node) split each chunk of a slice into g shards; local rank q owns
+// shard q. Per chunk i:
+//   rounds i + a       reduce-scatter inside the node: the peer at cyclic
+//                      distance a + 1 after q sends shard q, so q reduces
+//                      one peer's data per round into its shard; through
+//                      the switch (fan_in g - 1) for nvls and nvls_tree,
+//                      plain NVLink transfers for collnet_direct
+//   rounds B + ...     (B = g - 1 + lag) across nodes on shard q among the
+//                      ranks of equal local index:
+//                      tree  (nvls_tree) the staggered tree of NCCL's double
+//                            binary tree over the nodes
+//                      sharp (collnet_direct; nvls on several nodes) the
+//                            network's switch reduces (SHARP): every other
+//                            node's rank sends its shard (fan_in N - 1) to
+//                            the rank of node 0, which multicasts the sum
+//                            back (fan_out N - 1), as below
+//   round G + i        all-gather: q sends its finished shard to the node,
+//                      by multicast (fan_out g - 1) for nvls and nvls_tree
+// (G: B + R + d (lag + 1) for the tree with R its root round and d the
+// node's depth; B + 2 lag + 3 for sharp; B with one node.)
+//
+// SHARP in the IR: at round B + i each rank of a node other than 0 sends
+// its shard of chunk i to the rank of node 0 (send and receive fan_in
+// N - 1, N the nodes); that rank receives the N - 1 shards at round
+// B + lag + i into scratch slots (the N - 1 receives of one step must not
+// share a region) and adds them to its own shard the round after, with
+// local reduces that carry fan_in N - 1 too: the switch did that sum on the
+// way, so the simulator charges them nothing where the receives crossed
+// such a switch (docs/NCCL.md, "CollNet"). At round B + lag + 2 + i it
+// multicasts the sum (fan_out N - 1), received at B + 2 lag + 2 + i. Every
+// NIC link then carries the shard once each way, as under SHARP; the chunk
+// crosses the network twice (up to node 0's rank and back), where SHARP's aggregation
+// turns around inside the switch, so the pipeline's fill pays two network
+// traversals instead of one.
+
+enum class Across : std::uint8_t { none, tree, sharp };
+
+// What a node-sharded variant does inside a node and across nodes.
+struct ShardedKind {
+  bool one_node = false;      // every rank in one node, whatever the plan's node_of
+  bool switch_inside = true;  // reduce-scatter and all-gather through the node's switch
+  Across across = Across::tree;
+};
+
+ShardedKind sharded_kind(const ScheduleSpec& spec) {
+  ShardedKind k;
+  if (spec.variant == "nvls") {
+    // One node (the default plan has no node_of), or NVLS inside the nodes
+    // and SHARP across them (NCCL's NVLS algorithm on several nodes).
+    k.one_node = spec.plan->node_of.empty();
+    k.across = Across::sharp;
+  } else if (spec.variant == "collnet_direct") {
+    k.switch_inside = false;
+    k.across = Across::sharp;
+  }
+  return k;
+}
 
 struct NvlsPlan {
   std::vector<std::vector<int>> members;  // per node (dense ids): its ranks, in rank order
@@ -665,7 +717,8 @@ std::vector<NvlsWork> nvls_work(const ScheduleSpec& spec, const std::vector<Nvls
     NvlsWork w;
     w.slice = sl[i];
     w.lanes = plan.trees[i].lanes;
-    w.which = one_node ? 0 : static_cast<int>(i % 2);
+    // One node (however the plan says so): no node tree, every channel alike.
+    w.which = one_node || plans[0].members.size() == 1 ? 0 : static_cast<int>(i % 2);
     const NvlsPlan& np = plans[static_cast<std::size_t>(w.which)];
     w.seg = chunk_elems(spec, w.slice.size, np.size + 2 * np.node_tree.height, true);
     w.chunks = w.slice.size == 0 ? 0 : (w.slice.size + w.seg - 1) / w.seg;
@@ -745,44 +798,79 @@ std::shared_ptr<const std::vector<NvlsPlan>> shared_nvls_plans(const ScheduleSpe
 
 struct NvlsRank {
   int g = 1, me = 0, node = 0, lag = 0;
+  Across across = Across::none;
   std::int64_t base = 0;  // B = g - 1 + lag: the shard of chunk 0 is node-reduced after round B - 1
-  TreeRounds tree;        // node-level rounds, shifted by B
-  std::int64_t gather = 0;  // multicast of chunk 0 (received lag rounds later)
+  TreeRounds tree;        // tree: node-level rounds, shifted by B
+  int nodes = 1;          // sharp: N
+  bool sharp_root = false;  // sharp: this rank is node 0's, where the shards meet
+  std::int64_t gather = 0;  // all-gather of chunk 0 (received lag rounds later)
   std::int64_t end = 0;     // rounds of this work item, given K
 };
 
-NvlsRank nvls_rank(const NvlsPlan& np, int rank, std::int64_t chunks, int lag) {
+NvlsRank nvls_rank(const NvlsPlan& np, const ShardedKind& kind, int rank, std::int64_t chunks,
+                   int lag) {
   NvlsRank nr;
   nr.g = np.size;
   nr.me = np.local[rank];
   nr.node = np.node[rank];
   nr.lag = lag;
+  nr.nodes = static_cast<int>(np.members.size());
+  nr.across = nr.nodes == 1 ? Across::none : kind.across;
   nr.base = nr.g - 1 + (nr.g > 1 ? lag : 0);
+  const int after_gather = nr.g > 1 ? lag : 0;
+  if (nr.across == Across::sharp) {
+    nr.sharp_root = nr.node == 0;
+    // Node 0's rank gets chunk i at B + lag + i, sums it the round after
+    // and multicasts it the next; the others have it lag rounds later.
+    nr.gather = nr.base + 2 * std::int64_t{lag} + 3;
+    nr.end = chunks == 0 ? 0 : nr.g > 1 ? nr.gather + lag + chunks : nr.gather + chunks;
+    return nr;
+  }
+  // The tree (one node: a tree of one vertex, R = 0, no rounds).
   nr.tree = tree_rounds_of(np.node_tree, nr.node, nr.base, lag);
   const std::int64_t R = np.node_tree.up_round[np.node_tree.root];
   nr.gather = nr.base + R + std::int64_t{np.node_tree.depth[nr.node]} * (lag + 1);
   nr.end = chunks == 0 ? 0
                        : nr.base + R + std::int64_t{np.node_tree.height} * (lag + 1) +
-                             (nr.g > 1 ? lag : 0) + chunks;
+                             after_gather + chunks;
   return nr;
 }
 
-Generator<Step> nvls_program(ScheduleSpec spec, int rank, bool one_node) {
+// Scratch of the rank of node 0 under sharp: per work item, two sets of
+// N - 1 slots of its chunk for the shards the other nodes send (offsets in
+// work order).
+std::vector<std::int64_t> sharp_slots(const std::vector<NvlsWork>& work, int nodes) {
+  std::vector<std::int64_t> at;
+  std::int64_t offset = 0;
+  for (const NvlsWork& w : work) {
+    at.push_back(offset);
+    offset += w.chunks == 0 ? 0 : std::int64_t{2} * (nodes - 1) * w.seg;
+  }
+  at.push_back(offset);
+  return at;
+}
+
+Generator<Step> sharded_program(ScheduleSpec spec, int rank) {
   co_yield copy_step({Buf::input, 0, spec.count}, {Buf::output, 0, spec.count});
   if (spec.ranks == 1) co_return;
+  const ShardedKind kind = sharded_kind(spec);
   // Shared with the other ranks' programs: this frame keeps O(channels) of its own.
-  const std::shared_ptr<const std::vector<NvlsPlan>> shared = shared_nvls_plans(spec, one_node);
+  const std::shared_ptr<const std::vector<NvlsPlan>> shared =
+      shared_nvls_plans(spec, kind.one_node);
   const std::vector<NvlsPlan>& plans = *shared;
-  const std::vector<NvlsWork> work = nvls_work(spec, plans, one_node);
+  const std::vector<NvlsWork> work = nvls_work(spec, plans, kind.one_node);
   std::vector<NvlsRank> ranks;
   std::int64_t end = 0;
   for (const NvlsWork& w : work) {
     ranks.push_back(
-        nvls_rank(plans[static_cast<std::size_t>(w.which)], rank, w.chunks, spec.plan->lag));
+        nvls_rank(plans[static_cast<std::size_t>(w.which)], kind, rank, w.chunks, spec.plan->lag));
     end = std::max(end, ranks.back().end);
   }
+  const std::vector<std::int64_t> slots =
+      sharp_slots(work, static_cast<int>(plans[0].members.size()));
   for (std::int64_t t = 0; t < end; ++t) {
     Step s;
+    std::vector<Op> local;  // sharp: the sums at node 0's rank, after the step's receives
     for (std::size_t k = 0; k < work.size(); ++k) {
       const NvlsWork& w = work[k];
       if (w.chunks == 0) continue;
@@ -798,9 +886,12 @@ Generator<Step> nvls_program(ScheduleSpec spec, int rank, bool one_node) {
       const auto chunk_at = [&](std::int64_t first) {
         return t >= first && t - first < w.chunks ? t - first : std::int64_t{-1};
       };
+      // A fan of g - 1 >= 2 transfers through the node's switch (none for
+      // direct NVLink transfers).
       const auto fan = [&](Op op, bool in) {
         op.lanes = static_cast<std::uint16_t>(w.lanes);
-        if (g >= 3) (in ? op.fan_in : op.fan_out) = static_cast<std::uint16_t>(g - 1);
+        if (g >= 3 && kind.switch_inside)
+          (in ? op.fan_in : op.fan_out) = static_cast<std::uint16_t>(g - 1);
         return op;
       };
       // Reduce-scatter: rank me sends shard q of chunk t - rel(me, q) to q,
@@ -816,11 +907,53 @@ Generator<Step> nvls_program(ScheduleSpec spec, int rank, bool one_node) {
           s.ops.push_back(
               fan(recv_op(locals[mod(me + a + 1, g)], shard(i, me), Combine::reduce), true));
       }
-      // The tree across nodes on this rank's shard.
-      staggered_tree_ops(
-          nr.tree, t, w.chunks, w.lanes, [&](int n) { return np.members[n][me]; },
-          [&](std::int64_t i) { return shard(i, me); }, s.ops);
-      // All-gather by multicast inside the node.
+      if (nr.across == Across::tree) {
+        // The tree across nodes on this rank's shard.
+        staggered_tree_ops(
+            nr.tree, t, w.chunks, w.lanes, [&](int n) { return np.members[n][me]; },
+            [&](std::int64_t i) { return shard(i, me); }, s.ops);
+      } else if (nr.across == Across::sharp) {
+        const int n = nr.nodes;
+        const auto net = [&](Op op, bool in) {
+          op.lanes = static_cast<std::uint16_t>(w.lanes);
+          if (n >= 3) (in ? op.fan_in : op.fan_out) = static_cast<std::uint16_t>(n - 1);
+          return op;
+        };
+        const int root = np.members[0][me];
+        const std::int64_t got = nr.base + nr.lag;  // node 0's rank receives chunk 0
+        if (!nr.sharp_root) {
+          if (const std::int64_t i = chunk_at(nr.base); i >= 0)
+            s.ops.push_back(net(send_op(root, shard(i, me)), true));
+          if (const std::int64_t i = chunk_at(got + 2 + nr.lag); i >= 0)
+            s.ops.push_back(net(recv_op(root, shard(i, me)), false));
+        } else {
+          // Two sets of slots, by chunk parity: chunk i is summed the round
+          // after it arrived, while chunk i + 1 lands in the other set.
+          const auto slot = [&](std::int64_t i, int m, std::int64_t count) {
+            return Region{Buf::scratch,
+                          slots[k] + ((i % 2) * std::int64_t{n - 1} + (m - 1)) * w.seg, count};
+          };
+          if (const std::int64_t i = chunk_at(got); i >= 0)
+            for (int m = 1; m < n; ++m)
+              s.ops.push_back(
+                  net(recv_op(np.members[m][me], slot(i, m, shard(i, me).count)), true));
+          if (const std::int64_t i = chunk_at(got + 1); i >= 0) {
+            const Region mine = shard(i, me);
+            for (int m = 1; m < n; ++m) {
+              Op sum = reduce_op(slot(i, m, mine.count), mine);
+              if (n >= 3) {
+                sum.fan_in = static_cast<std::uint16_t>(n - 1);
+                sum.peer = np.members[m][me];
+              }
+              local.push_back(sum);
+            }
+          }
+          if (const std::int64_t i = chunk_at(got + 2); i >= 0)
+            for (int m = 1; m < n; ++m)
+              s.ops.push_back(net(send_op(np.members[m][me], shard(i, me)), false));
+        }
+      }
+      // All-gather inside the node (by multicast through the switch).
       if (const std::int64_t i = chunk_at(nr.gather); i >= 0 && g > 1)
         for (int q = 0; q < g; ++q)
           if (q != me) s.ops.push_back(fan(send_op(locals[q], shard(i, me)), false));
@@ -828,15 +961,18 @@ Generator<Step> nvls_program(ScheduleSpec spec, int rank, bool one_node) {
         for (int q = 0; q < g; ++q)
           if (q != me) s.ops.push_back(fan(recv_op(locals[q], shard(i, q)), false));
     }
+    for (Op& op : local) s.ops.push_back(op);
     if (!s.ops.empty()) co_yield std::move(s);
   }
 }
 
-Generator<Step> nvls_all_reduce(ScheduleSpec spec, int rank) {
-  return nvls_program(std::move(spec), rank, true);
-}
-Generator<Step> nvls_tree_all_reduce(ScheduleSpec spec, int rank) {
-  return nvls_program(std::move(spec), rank, false);
+std::int64_t sharded_scratch(const ScheduleSpec& spec, int rank) {
+  const ShardedKind kind = sharded_kind(spec);
+  if (spec.ranks == 1 || kind.across != Across::sharp) return 0;
+  const std::shared_ptr<const std::vector<NvlsPlan>> plans = shared_nvls_plans(spec, kind.one_node);
+  const int nodes = static_cast<int>((*plans)[0].members.size());
+  if (nodes == 1 || (*plans)[0].node[rank] != 0) return 0;
+  return sharp_slots(nvls_work(spec, *plans, kind.one_node), nodes).back();
 }
 
 // ---- closed forms ------------------------------------------------------------
@@ -976,9 +1112,11 @@ CostEstimate tree_cost(const ScheduleSpec& spec, const CostParams& c) {
   return make_cost(time, steps, max_sent, spec.elem_size);
 }
 
-CostEstimate nvls_cost_for(const ScheduleSpec& spec, const CostParams& c, bool one_node) {
+CostEstimate sharded_cost(const ScheduleSpec& spec, const CostParams& c) {
   const int p = spec.ranks;
   if (p == 1) return {};
+  const ShardedKind kind = sharded_kind(spec);
+  const bool one_node = kind.one_node;
   const std::vector<NvlsPlan> plans = nvls_plans(spec, one_node);
   const std::vector<NvlsWork> work = nvls_work(spec, plans, one_node);
   // Steps and bytes are the schedule's as built; the time estimate counts
@@ -990,7 +1128,7 @@ CostEstimate nvls_cost_for(const ScheduleSpec& spec, const CostParams& c, bool o
   for (const NvlsWork& w : nvls_work(apart, plans, one_node)) {
     if (w.chunks == 0) continue;
     const NvlsRank nr =
-        nvls_rank(plans[static_cast<std::size_t>(w.which)], 0, w.chunks, spec.plan->lag);
+        nvls_rank(plans[static_cast<std::size_t>(w.which)], kind, 0, w.chunks, spec.plan->lag);
     time = std::max(time, nr.end * message_time(c, spec.elem_size, w.seg, false));
   }
   std::int64_t steps = 0, max_sent = 0;
@@ -1000,7 +1138,7 @@ CostEstimate nvls_cost_for(const ScheduleSpec& spec, const CostParams& c, bool o
     for (const NvlsWork& w : work) {
       if (w.chunks == 0) continue;
       const NvlsPlan& np = plans[static_cast<std::size_t>(w.which)];
-      const NvlsRank nr = nvls_rank(np, r, w.chunks, spec.plan->lag);
+      const NvlsRank nr = nvls_rank(np, kind, r, w.chunks, spec.plan->lag);
       const std::int64_t K = w.chunks;
       std::int64_t mine = 0, others = 0;
       for (std::int64_t i = 0; i < K; ++i) {
@@ -1018,8 +1156,21 @@ CostEstimate nvls_cost_for(const ScheduleSpec& spec, const CostParams& c, bool o
         iv.emplace_back(nr.gather + nr.lag, nr.gather + nr.lag + K);
         sent += others + std::int64_t{nr.g - 1} * mine;
       }
-      add_tree_intervals(nr.tree, K, iv);
-      sent += (nr.tree.parent >= 0 ? mine : 0) + nr.tree.kids * mine;
+      if (nr.across == Across::tree) {
+        add_tree_intervals(nr.tree, K, iv);
+        sent += (nr.tree.parent >= 0 ? mine : 0) + nr.tree.kids * mine;
+      } else if (nr.across == Across::sharp) {
+        const std::int64_t got = nr.base + nr.lag;
+        if (nr.sharp_root) {
+          iv.emplace_back(got, got + K);
+          iv.emplace_back(got + 2, got + 2 + K);
+          sent += std::int64_t{nr.nodes - 1} * mine;
+        } else {
+          iv.emplace_back(nr.base, nr.base + K);
+          iv.emplace_back(got + 2 + nr.lag, got + 2 + nr.lag + K);
+          sent += mine;
+        }
+      }
     }
     steps = std::max(steps, union_length(iv));
     max_sent = std::max(max_sent, sent);
@@ -1037,8 +1188,7 @@ Generator<Step> dispatch(const ScheduleSpec& spec, int rank) {
     case Collective::all_reduce:
       if (v == "ring") return ring_all_reduce(spec, rank);
       if (v == "tree") return tree_all_reduce(spec, rank);
-      if (v == "nvls") return nvls_all_reduce(spec, rank);
-      return nvls_tree_all_reduce(spec, rank);
+      return sharded_program(spec, rank);
     case Collective::all_gather:
       if (v == "pat") return pat_all_gather(spec, rank);
       return ring_all_gather(spec, rank);
@@ -1065,7 +1215,9 @@ std::int64_t scratch_of(const ScheduleSpec& spec, int rank) {
   const std::string& v = spec.variant;
   if (spec.collective == Collective::reduce_scatter) return spec.count;
   if (spec.collective == Collective::reduce) return ring_reduce_scratch(spec, rank);
-  (void)v;
+  if (spec.collective == Collective::all_reduce &&
+      (v == "nvls" || v == "nvls_tree" || v == "collnet_direct"))
+    return sharded_scratch(spec, rank);
   return 0;
 }
 
@@ -1078,8 +1230,7 @@ CostEstimate cost_of(const ScheduleSpec& spec, const CostParams& c) {
       return p2p_cost(spec, c);
     case Collective::all_reduce:
       if (v == "tree") return tree_cost(spec, c);
-      if (v == "nvls") return nvls_cost_for(spec, c, true);
-      if (v == "nvls_tree") return nvls_cost_for(spec, c, false);
+      if (v == "nvls" || v == "nvls_tree" || v == "collnet_direct") return sharded_cost(spec, c);
       return ring_family_cost(spec, c);
     case Collective::all_gather:
     case Collective::reduce_scatter:
@@ -1111,9 +1262,10 @@ AlgorithmDef nccl_def(Collective c, std::vector<std::string> variants, std::stri
 
 void add_nccl(std::vector<AlgorithmDef>& defs) {
   defs.push_back(nccl_def(
-      Collective::all_reduce, {"auto", "ring", "tree", "nvls", "nvls_tree"},
+      Collective::all_reduce, {"auto", "ring", "tree", "nvls", "nvls_tree", "collnet_direct"},
       "auto: NCCL's choice per size on a topology. ring: per channel 2(p-1) a + 2(p-1)/p n_c b "
-      "+ (p-1)/p n_c g (one channel: the ring's form). tree, nvls, nvls_tree: pipelined rounds, "
+      "+ (p-1)/p n_c g (one channel: the ring's form). tree, nvls, nvls_tree, collnet_direct: "
+      "pipelined rounds, "
       "(2 H + K) (a + s b) for K chunks of s over height H (approximate, multi-port: every child "
       "served at once)"));
   defs.push_back(

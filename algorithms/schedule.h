@@ -50,7 +50,13 @@ std::string_view to_string(OpKind k);
 //          transfer is one of g whose data is reduced into the same region
 //          of the receiver: through such a switch the reduced data crosses
 //          the links after it once for all g, and the receiver does not
-//          reduce (the switch did).
+//          reduce (the switch did). On a local reduce, with `peer` the
+//          rank that sent its source: it adds data that arrived by one of
+//          g fan_in receives that the IR keeps apart (no two receives of a
+//          step may share a region) where such a switch sums them on the
+//          way (SHARP, docs/NCCL.md); the simulator charges it nothing when
+//          the route from `peer` crosses such a switch. The executors
+//          ignore `peer` on local ops.
 struct Op {
   OpKind kind = OpKind::send;
   Combine combine = Combine::copy;

@@ -188,6 +188,9 @@ class Engine {
         if (op.kind == OpKind::send || op.kind == OpKind::recv) {
           ++comm;
         } else if (op.kind == OpKind::reduce) {
+          // A sum an in-network switch already made (Op::fan_in on a local
+          // reduce): free where the data's route from op.peer crossed one.
+          if (op.fan_in >= 2 && op.peer >= 0 && split_geometry(op.peer, rank).in_network) continue;
           local += reduce_time(rank, static_cast<double>(op.src.count) * elem_size_);
         } else if (op.kind == OpKind::copy) {
           local += copy_time(rank, static_cast<double>(op.src.count) * elem_size_);

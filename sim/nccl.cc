@@ -23,6 +23,16 @@ constexpr double kTreeNet[3] = {5.0, 8.5, 14.0};
 constexpr double kNvlsIntra = 25.0;
 constexpr double kNvlsNet = 18.0;
 constexpr double kNvlsTreeNet = 14.0;
+// CollNet Direct (SHARP; tuning.cc): per NVLink hop 3.7 us (NVLink and PCI
+// alike), the network 31 us, and 0.4 us per local rank of arity
+// serialization; base latency 0. Bandwidth: the CollNet graph's channels x
+// their bandwidth, divided by (1 + GPUs per NIC) / 2 where GPUs outnumber
+// NICs, x 0.85 on Hopper, then halved to algorithm bandwidth.
+constexpr double kCollnetDirectIntra = 3.7, kCollnetDirectNet = 31.0, kCollnetArity = 0.4;
+constexpr double kCollnetHopperFactor = 0.85;
+// CollNet Direct's per-thread work before another channel is used
+// (threadThresholds[COLLNET_DIRECT][SIMPLE], tuning.cc).
+constexpr int kCollnetThreadThreshold = 512;
 // PAT (NCCL 2.23+, tuning.cc): latency 8 us + log2(nodes) x the tree's
 // network hop / 3.5 + 2.8 us per rank, bandwidth 0.75 x the graph's.
 constexpr double kPatBase = 8.0, kPatPerRank = 2.8, kPatLogDivisor = 3.5, kPatBwFactor = 0.75;
@@ -58,6 +68,27 @@ int log2i(double x) {
   return l;
 }
 
+// Every variant nccl_choose weighs, in NCCL's order of preference on ties.
+constexpr const char* kVariants[] = {"ring",           "tree", "nvls", "nvls_tree",
+                                     "collnet_direct", "p2p",  "pat"};
+
+// The first in-network switch entry on the route src -> dst other than
+// `skip`; false when none.
+bool in_network_entry(const Topology& topology, int src, int dst, LinkId skip, LinkId& entry,
+                      double& bw) {
+  std::vector<LinkId> r;
+  topology.route(src, dst, r);
+  for (LinkId id : r) {
+    double b = 0;
+    if (id != skip && topology.in_network_side(id, b) == 1) {
+      entry = id;
+      bw = b;
+      return true;
+    }
+  }
+  return false;
+}
+
 bool nvls_supported(DataType t, RedOp op) {
   if (t == DataType::int8 || t == DataType::uint8) return false;
   if (op == RedOp::sum) return true;
@@ -82,7 +113,7 @@ bool nccl_applies(const NcclContext& ctx, Collective c, const std::string& algor
                   RedOp op) {
   if (!is_nccl_algorithm(algorithm)) return false;
   const std::string variant = nccl_variant(algorithm);
-  for (const char* v : {"ring", "tree", "nvls", "nvls_tree", "p2p", "pat"}) {
+  for (const char* v : kVariants) {
     if (!variant.empty() && variant != v) continue;
     for (Protocol pr : kAllProtocols)
       for (std::int64_t bytes : {std::int64_t{1024}, std::int64_t{1} << 24})
@@ -106,19 +137,26 @@ NcclContext nccl_context(const Topology& topology, int ranks) {
   ctx.tree_channels = g.tree_channels > 0 && ctx.nodes == 1 ? g.tree_channels : ctx.ring_channels;
   ctx.tree_bw = (g.tree_bw > 0 && ctx.nodes == 1 ? g.tree_bw / 1e9 : ctx.ring_bw);
   // NVLS needs a switch inside the node that multicasts and reduces.
+  LinkId nvswitch = ~LinkId{0};
+  double bw = 0;
+  if (ranks > 1 && ctx.ranks_per_node > 1 &&
+      in_network_entry(topology, 0, 1, nvswitch, nvswitch, bw)) {
+    ctx.nvls_heads = ctx.ranks_per_node;
+    ctx.nvls_bw = bw / 1e9 / ctx.ranks_per_node;
+  }
   if (g.nvls_heads > 0) {
     ctx.nvls_heads = g.nvls_heads;
     ctx.nvls_bw = g.nvls_bw / 1e9;
-  } else if (ranks > 1 && ctx.ranks_per_node > 1) {
-    std::vector<LinkId> r;
-    topology.route(0, 1, r);
-    for (LinkId id : r) {
-      double bw = 0;
-      if (topology.in_network_side(id, bw) == 1) {
-        ctx.nvls_heads = ctx.ranks_per_node;
-        ctx.nvls_bw = bw / 1e9 / ctx.ranks_per_node;
-      }
-    }
+  }
+  // CollNet: a switch that reduces on the way from rank 0 to the rank of
+  // equal local index on the next node, other than the node's own NVSwitch.
+  // NCCL runs one CollNet channel per NIC (HPC-X: one SHARP streaming flow
+  // per HCA rail).
+  LinkId sharp = 0;
+  if (ctx.nodes > 1 && ctx.ranks_per_node >= 1 && ranks > ctx.ranks_per_node &&
+      in_network_entry(topology, 0, ctx.ranks_per_node, nvswitch, sharp, bw)) {
+    ctx.collnet_heads = ctx.search.graph_channels;
+    ctx.collnet_bw = std::min(ctx.search.channel_bw, bw) / 1e9;
   }
   ctx.sm80 = g.sm80;
   return ctx;
@@ -186,18 +224,41 @@ double nccl_model_time(const NcclContext& ctx, Collective c, const std::string& 
   } else if (variant == "nvls" || variant == "nvls_tree") {
     if (!ar || ctx.nvls_heads == 0 || protocol != Protocol::simple || !nvls_supported(type, op))
       return -1;
-    if ((variant == "nvls") != (nodes == 1)) return -1;
+    // NVLS across nodes needs CollNet (the network's switches reduce); NVLS
+    // tree needs several nodes.
+    if (variant == "nvls" && nodes > 1 && ctx.collnet_heads == 0) return -1;
+    if (variant == "nvls_tree" && nodes == 1) return -1;
     bus = ctx.nvls_heads * ctx.nvls_bw;
     alg = bus * 5.0 / 6.0;
     if (variant == "nvls") {
       lat = kNvlsIntra;
+      if (nodes > 1) {
+        // The NVLS graph's bandwidth is the lower of NVLink's and the NIC's.
+        alg = ctx.nvls_heads * std::min(ctx.nvls_bw, ctx.collnet_bw) * 5.0 / 6.0;
+        lat += kNvlsNet;
+      }
     } else {
       // NVLS inside, a tree across: no faster than the tree's own bandwidth.
       alg = std::min(alg, 0.5 * std::min(0.92 * ctx.tree_channels * ctx.tree_bw,
                                          ctx.tree_channels * kTreePerCh[nodes == 2 ? 1 : 2]));
       lat = kNvlsIntra + 2 * log2i(nodes) * kNvlsTreeNet;
     }
-    (void)kNvlsNet;
+  } else if (variant == "collnet_direct") {
+    // SHARP across nodes, direct NVLink transfers inside (NCCL: an NVSwitch
+    // system, at most 8 GPUs per node); Simple only; all_reduce (NCCL's
+    // all_gather / reduce_scatter over CollNet need a plugin with those
+    // collectives, not modelled). Not on one node.
+    if (!ar || ctx.collnet_heads == 0 || nodes == 1 || protocol != Protocol::simple) return -1;
+    if (ctx.nvls_heads == 0 || ppn > 8) return -1;
+    bus = ctx.collnet_heads * ctx.collnet_bw;
+    double factor = ppn / ctx.collnet_heads;  // GPUs per NIC
+    factor -= (factor - 1) / 2;
+    bus /= factor;
+    if (!ctx.sm80) bus *= kCollnetHopperFactor;
+    alg = 0.5 * bus;
+    const int local = static_cast<int>(ppn) - 1;
+    lat =
+        2 * (std::min(1, local) * kCollnetDirectIntra + local * kCollnetArity) + kCollnetDirectNet;
   } else if (variant == "pat") {
     // One GPU per node only (ncclPatEnable), Simple only; no scaled
     // reduce-scatter (avg). The tree graph's channels and bandwidth; the
@@ -216,10 +277,9 @@ double nccl_model_time(const NcclContext& ctx, Collective c, const std::string& 
 
 NcclChoice nccl_choose(const NcclContext& ctx, Collective c, std::int64_t bytes, DataType type,
                        RedOp op, const std::string& variant) {
-  const std::vector<std::string> all = {"ring", "tree", "nvls", "nvls_tree", "p2p", "pat"};
   NcclChoice best;
   double best_t = -1;
-  for (const std::string& v : all) {
+  for (const std::string v : kVariants) {
     if (!variant.empty() && v != variant) continue;
     for (Protocol pr : kAllProtocols) {
       const double t = nccl_model_time(ctx, c, v, pr, bytes, type, op);
@@ -251,6 +311,13 @@ int nccl_channels(const NcclContext& ctx, Collective c, std::int64_t bytes,
   int nc = ctx.runtime_channels;
   if (variant == "nvls" || variant == "nvls_tree") {
     nc = std::min(nc, kNvlsChannels);
+  } else if (variant == "collnet_direct") {
+    // Fewer channels while each would get less than the threshold per
+    // thread of every head (enqueue.cc's CollNet loop, without its halving
+    // of the threshold past 1.5x each switch point).
+    const double per_channel =
+        static_cast<double>(kMaxThreads[pi]) * kCollnetThreadThreshold * ctx.collnet_heads;
+    while (static_cast<double>(bytes) < nc * per_channel && nc >= 2) --nc;
   } else if (variant != "p2p") {
     const double threshold =
         kThreadThreshold[pi] * (variant == "ring" && protocol == Protocol::ll ? ctx.ranks : 1);

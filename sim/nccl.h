@@ -31,6 +31,11 @@ struct NcclContext {
   double tree_bw = 0;
   int nvls_heads = 0;
   double nvls_bw = 0;
+  // CollNet (SHARP): the NICs of a node reach a network switch that reduces
+  // (0 = none), each at collnet_bw GB/s (the NIC or the switch's in-network
+  // rate per port, whichever is lower).
+  int collnet_heads = 0;
+  double collnet_bw = 0;
   int runtime_channels = 1;
   bool nvlink = true;  // devices of a node joined by NVLink-class links (else PCIe)
   bool sm80 = false;   // NCCL's A100 constants instead of H100's
@@ -41,7 +46,7 @@ NcclContext nccl_context(const Topology& topology, int ranks);
 
 // One (algorithm, protocol, channels) NCCL would run, with its model's time.
 struct NcclChoice {
-  std::string variant;  // ring, tree, nvls, nvls_tree, p2p
+  std::string variant;  // ring, tree, nvls, nvls_tree, collnet_direct, p2p, pat
   Protocol protocol = Protocol::simple;
   int channels = 1;
   double model_us = 0;  // NCCL's own estimate (its cost model)

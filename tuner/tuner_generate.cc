@@ -17,8 +17,8 @@ struct Variant {
   const char* name;
   int algorithm;
 };
-constexpr std::array<Variant, 5> kVariants = {
-    {{"tree", 0}, {"ring", 1}, {"nvls", 4}, {"nvls_tree", 5}, {"pat", 6}}};
+constexpr std::array<Variant, 6> kVariants = {
+    {{"tree", 0}, {"ring", 1}, {"collnet_direct", 2}, {"nvls", 4}, {"nvls_tree", 5}, {"pat", 6}}};
 
 // Protocol id (NCCL_PROTO_*) as collkit's Protocol: LL, LL128, Simple.
 Protocol protocol_of(int id) { return kAllProtocols[id]; }

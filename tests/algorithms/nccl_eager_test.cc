@@ -179,9 +179,10 @@ TEST_P(NcclEager, LaggedSchedulesComputeTheCollective) {
           plan->lag = 1;
           plan->finish(p);
           spec.plan = plan;
-          // NVLS channels fold by default (one transfer per node tree);
+          // NVLS and CollNet channels fold by default (one transfer per node tree);
           // channel by channel too where there are several channels.
-          const bool nvls = std::string(c.algorithm).find("nvls") != std::string::npos;
+          const bool nvls = std::string(c.algorithm).find("nvls") != std::string::npos ||
+                            std::string(c.algorithm).find("collnet") != std::string::npos;
           for (bool fold : {true, false}) {
             if (!fold && (!nvls || channels == 1)) continue;
             spec.fold_channels = fold;
@@ -209,7 +210,12 @@ INSTANTIATE_TEST_SUITE_P(Family, NcclEager,
                                            Case{Collective::all_reduce, "nccl:tree", 2},
                                            Case{Collective::all_reduce, "nccl:nvls", 0},
                                            Case{Collective::all_reduce, "nccl:nvls_tree", 2},
-                                           Case{Collective::all_reduce, "nccl:nvls_tree", 4}),
+                                           Case{Collective::all_reduce, "nccl:nvls_tree", 4},
+                                           Case{Collective::all_reduce, "nccl:nvls", 2},
+                                           Case{Collective::all_reduce, "nccl:nvls", 4},
+                                           Case{Collective::all_reduce, "nccl:collnet_direct", 0},
+                                           Case{Collective::all_reduce, "nccl:collnet_direct", 1},
+                                           Case{Collective::all_reduce, "nccl:collnet_direct", 3}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            std::string name = std::string(to_string(info.param.collective)) + "_" +
                                               std::string(info.param.algorithm).substr(5) + "_" +

@@ -50,6 +50,7 @@ std::vector<Step> canonical(const std::vector<Step>& in) {
       // the export; the data movement is the same.
       op.lanes = 1;
       op.fan_in = op.fan_out = 0;
+      if (local(op)) op.peer = -1;  // the sender of a switch-summed reduce's data
       if (op.src.count == 0) op.src = {};
       if (op.dst.count == 0) op.dst = {};
       if (local(op) && op.src.count == 0) continue;  // moves nothing, costs nothing

@@ -96,7 +96,9 @@ TEST(Pat, ProgramsVerifyWithChannels) {
           const ExecutionStats st = verify_numeric(*s, DType::int32, ReduceOp::sum, 7 + p);
           const int k = static_cast<int>(pat_distances(p, true).size());
           EXPECT_LE(st.max_comm_steps, k) << to_string(c) << " p " << p << " n " << n;
-          if (n >= p && p > 1) EXPECT_EQ(st.max_comm_steps, k) << to_string(c) << " p " << p;
+          if (n >= p && p > 1) {
+            EXPECT_EQ(st.max_comm_steps, k) << to_string(c) << " p " << p;
+          }
         }
 }
 
