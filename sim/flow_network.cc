@@ -159,6 +159,10 @@ void FlowNetwork::fill() {
     floor = rate;
     bottleneck.fill_count = 0;
     ++bottleneck.fill_version;
+    // The other links of the flows frozen here lose their usage; each gets
+    // one new heap entry once all of them are done (an entry per flow would
+    // only leave stale entries behind: nothing is popped in between).
+    touched_.clear();
     for (const LinkFlow& lf : bottleneck.flows) {
       Flow& flow = flows_[lf.flow];
       if (flow.frozen) continue;
@@ -170,12 +174,20 @@ void FlowNetwork::fill() {
         other.fill_left -= rate * hop.weight;
         other.fill_weight -= hop.weight;
         --other.fill_count;
-        ++other.fill_version;
-        if (other.fill_count > 0) {
-          fill_heap_.push_back(Share{std::max(other.fill_left, 0.0) / other.fill_weight, hop.link,
-                                     other.fill_version});
-          std::push_heap(fill_heap_.begin(), fill_heap_.end(), later);
+        if (!other.touched) {
+          other.touched = true;
+          touched_.push_back(hop.link);
         }
+      }
+    }
+    for (std::uint32_t l : touched_) {
+      Link& other = links_[l];
+      other.touched = false;
+      ++other.fill_version;
+      if (other.fill_count > 0) {
+        fill_heap_.push_back(Share{std::max(other.fill_left, 0.0) / other.fill_weight, l,
+                                   other.fill_version});
+        std::push_heap(fill_heap_.begin(), fill_heap_.end(), later);
       }
     }
   }

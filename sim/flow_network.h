@@ -92,6 +92,7 @@ class FlowNetwork {
     double fill_weight = 0;  // sum of the unfrozen flows' hop weights
     std::uint32_t fill_version = 0;
     std::uint32_t mark = 0;
+    bool touched = false;  // fill(): in touched_
   };
   // Events are grouped by exact time: collectives move in lock step, so many
   // flows start or end at the same instant (about 30 per instant for ring on
@@ -151,6 +152,7 @@ class FlowNetwork {
   std::vector<std::uint32_t> comp_links_;
   std::vector<std::uint32_t> comp_flows_;
   std::vector<Share> fill_heap_;
+  std::vector<std::uint32_t> touched_;
 };
 
 }  // namespace collkit::sim_detail
