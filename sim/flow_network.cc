@@ -53,11 +53,15 @@ void FlowNetwork::add(double start, const std::uint32_t* slots, std::uint32_t ho
   } else {
     f = static_cast<std::uint32_t>(flows_.size());
     flows_.emplace_back();
+    hops_.emplace_back();
+    long_hops_.emplace_back();
   }
   Flow& flow = flows_[f];
-  flow.hops.clear();
+  flow.hops = hops;
+  if (hops > kInlineHops) long_hops_[f].resize(hops);
+  Hop* hop = hops_of(f);
   for (std::uint32_t h = 0; h < hops; ++h)
-    flow.hops.push_back(Hop{slots[h], kNone, coeff ? lanes * coeff[h] : lanes});
+    hop[h] = Hop{slots[h], kNone, coeff ? lanes * coeff[h] : lanes};
   flow.lanes = lanes;
   flow.remaining = bytes;
   flow.rate = 0;
@@ -75,23 +79,26 @@ bool FlowNetwork::peek(double& time) {
 
 void FlowNetwork::join(std::uint32_t f) {
   Flow& flow = flows_[f];
-  for (std::uint32_t h = 0; h < flow.hops.size(); ++h) {
-    Link& link = links_[flow.hops[h].link];
-    flow.hops[h].pos = static_cast<std::uint32_t>(link.flows.size());
-    link.flows.push_back(LinkFlow{f, h});
+  Hop* hop = hops_of(f);
+  for (std::uint32_t h = 0; h < flow.hops; ++h) {
+    Link& link = links_[hop[h].link];
+    hop[h].pos = static_cast<std::uint32_t>(link.flows.size());
+    link.flows.push_back(LinkFlow{f, h, hop[h].weight});
     max_link_flows_ = std::max(max_link_flows_, static_cast<std::int64_t>(link.flows.size()));
-    dirty_links_.push_back(flow.hops[h].link);
+    dirty_links_.push_back(hop[h].link);
   }
   flow.active = true;
 }
 
 void FlowNetwork::leave(std::uint32_t f) {
   Flow& flow = flows_[f];
-  for (const Hop& hop : flow.hops) {
+  const Hop* const hops = hops_of(f);
+  for (std::uint32_t h = 0; h < flow.hops; ++h) {
+    const Hop& hop = hops[h];
     Link& link = links_[hop.link];
     const LinkFlow moved = link.flows.back();
     link.flows[hop.pos] = moved;
-    flows_[moved.flow].hops[moved.hop].pos = hop.pos;
+    hops_of(moved.flow)[moved.hop].pos = hop.pos;
     link.flows.pop_back();
     dirty_links_.push_back(hop.link);
   }
@@ -140,7 +147,7 @@ void FlowNetwork::fill() {
     link.fill_left = link.capacity;
     link.fill_count = static_cast<std::uint32_t>(link.flows.size());
     link.fill_weight = 0;
-    for (const LinkFlow& lf : link.flows) link.fill_weight += flows_[lf.flow].hops[lf.hop].weight;
+    for (const LinkFlow& lf : link.flows) link.fill_weight += lf.weight;
     ++link.fill_version;
     if (link.fill_count > 0)
       fill_heap_.push_back(Share{link.capacity / link.fill_weight, l, link.fill_version});
@@ -168,7 +175,9 @@ void FlowNetwork::fill() {
       if (flow.frozen) continue;
       flow.frozen = true;
       flow.fill_rate = rate * flow.lanes;
-      for (const Hop& hop : flow.hops) {
+      const Hop* const hops = hops_of(lf.flow);
+      for (std::uint32_t h = 0; h < flow.hops; ++h) {
+        const Hop& hop = hops[h];
         if (hop.link == top.link) continue;
         Link& other = links_[hop.link];
         other.fill_left -= rate * hop.weight;
@@ -211,7 +220,9 @@ void FlowNetwork::reallocate(double now) {
         flow.mark = epoch_;
         flow.frozen = false;
         comp_flows_.push_back(lf.flow);
-        for (const Hop& hop : flow.hops) {
+        const Hop* const hops = hops_of(lf.flow);
+        for (std::uint32_t h = 0; h < flow.hops; ++h) {
+          const Hop& hop = hops[h];
           Link& link = links_[hop.link];
           if (link.mark == epoch_) continue;
           link.mark = epoch_;
@@ -225,8 +236,9 @@ void FlowNetwork::reallocate(double now) {
       // its bottleneck, which is what progressive filling would give it.
       Flow& flow = flows_[comp_flows_.front()];
       double level = std::numeric_limits<double>::infinity();
-      for (const Hop& hop : flow.hops)
-        level = std::min(level, links_[hop.link].capacity / hop.weight);
+      const Hop* const hops = hops_of(comp_flows_.front());
+      for (std::uint32_t h = 0; h < flow.hops; ++h)
+        level = std::min(level, links_[hops[h].link].capacity / hops[h].weight);
       flow.fill_rate = level * flow.lanes;
     } else {
       fill();

@@ -65,8 +65,11 @@ class FlowNetwork {
     std::uint32_t pos;   // index of this flow in that link's `flows`
     double weight;       // lanes x coefficient: link bytes per unit of the fair level
   };
-  struct Flow {
-    std::vector<Hop> hops;  // kept across reuse of the slot: no allocation per flow
+  // A flow's hops live in hops_[slot] (no pointer to follow from the flow:
+  // both are found from the slot alone, one cache line each), or in
+  // long_hops_[slot] when it has more than kInlineHops (kept across reuse).
+  static constexpr std::uint32_t kInlineHops = 4;
+  struct alignas(64) Flow {
     double remaining = 0;   // bytes still to deliver as of `last`
     double rate = 0;        // bytes per second since `last`
     double last = 0;
@@ -77,12 +80,14 @@ class FlowNetwork {
     // stamp were superseded by a rate change (or the flow left) and are skipped.
     std::uint32_t stamp = 0;
     std::uint32_t mark = 0;
+    std::uint32_t hops = 0;
     bool active = false;  // has joined its links
     bool frozen = false;
   };
   struct LinkFlow {
     std::uint32_t flow;
     std::uint32_t hop;
+    double weight;  // the hop's weight, read here by fill() without visiting the flow
   };
   struct Link {
     double capacity = 0;
@@ -125,6 +130,9 @@ class FlowNetwork {
     }
   };
 
+  Hop* hops_of(std::uint32_t f) {
+    return flows_[f].hops <= kInlineHops ? hops_[f].hop : long_hops_[f].data();
+  }
   void schedule(std::uint32_t flow, double time);
   void join(std::uint32_t f);
   // Max-min fair rates (fill_rate) of the flows in comp_flows_.
@@ -135,6 +143,11 @@ class FlowNetwork {
   FlatMap<std::uint32_t> slot_of_;
   std::vector<Link> links_;
   std::vector<Flow> flows_;
+  struct alignas(64) InlineHops {
+    Hop hop[kInlineHops];
+  };
+  std::vector<InlineHops> hops_;
+  std::vector<std::vector<Hop>> long_hops_;
   std::vector<std::uint32_t> free_flows_;
   FlatMap<std::uint32_t> group_of_;  // bit pattern of a time -> its group
   std::vector<Group> groups_;
