@@ -54,10 +54,11 @@ void FlowNetwork::add(double start, const std::uint32_t* slots, std::uint32_t ho
     f = static_cast<std::uint32_t>(flows_.size());
     flows_.emplace_back();
     hops_.emplace_back();
+    hot_.emplace_back();
     long_hops_.emplace_back();
   }
   Flow& flow = flows_[f];
-  flow.hops = hops;
+  hot_[f].hops = hops;
   if (hops > kInlineHops) long_hops_[f].resize(hops);
   Hop* hop = hops_of(f);
   for (std::uint32_t h = 0; h < hops; ++h)
@@ -80,7 +81,7 @@ bool FlowNetwork::peek(double& time) {
 void FlowNetwork::join(std::uint32_t f) {
   Flow& flow = flows_[f];
   Hop* hop = hops_of(f);
-  for (std::uint32_t h = 0; h < flow.hops; ++h) {
+  for (std::uint32_t h = 0; h < hot_[f].hops; ++h) {
     Link& link = links_[hop[h].link];
     hop[h].pos = static_cast<std::uint32_t>(link.flows.size());
     link.flows.push_back(LinkFlow{f, h, hop[h].weight});
@@ -93,7 +94,7 @@ void FlowNetwork::join(std::uint32_t f) {
 void FlowNetwork::leave(std::uint32_t f) {
   Flow& flow = flows_[f];
   const Hop* const hops = hops_of(f);
-  for (std::uint32_t h = 0; h < flow.hops; ++h) {
+  for (std::uint32_t h = 0; h < hot_[f].hops; ++h) {
     const Hop& hop = hops[h];
     Link& link = links_[hop.link];
     const LinkFlow moved = link.flows.back();
@@ -171,12 +172,13 @@ void FlowNetwork::fill() {
     // only leave stale entries behind: nothing is popped in between).
     touched_.clear();
     for (const LinkFlow& lf : bottleneck.flows) {
+      FlowHot& hot = hot_[lf.flow];
+      if (hot.frozen) continue;
+      hot.frozen = true;
       Flow& flow = flows_[lf.flow];
-      if (flow.frozen) continue;
-      flow.frozen = true;
       flow.fill_rate = rate * flow.lanes;
       const Hop* const hops = hops_of(lf.flow);
-      for (std::uint32_t h = 0; h < flow.hops; ++h) {
+      for (std::uint32_t h = 0; h < hot.hops; ++h) {
         const Hop& hop = hops[h];
         if (hop.link == top.link) continue;
         Link& other = links_[hop.link];
@@ -215,13 +217,13 @@ void FlowNetwork::reallocate(double now) {
     comp_flows_.clear();
     for (std::size_t i = 0; i < comp_links_.size(); ++i) {
       for (const LinkFlow& lf : links_[comp_links_[i]].flows) {
-        Flow& flow = flows_[lf.flow];
-        if (flow.mark == epoch_) continue;
-        flow.mark = epoch_;
-        flow.frozen = false;
+        FlowHot& hot = hot_[lf.flow];
+        if (hot.mark == epoch_) continue;
+        hot.mark = epoch_;
+        hot.frozen = false;
         comp_flows_.push_back(lf.flow);
         const Hop* const hops = hops_of(lf.flow);
-        for (std::uint32_t h = 0; h < flow.hops; ++h) {
+        for (std::uint32_t h = 0; h < hot.hops; ++h) {
           const Hop& hop = hops[h];
           Link& link = links_[hop.link];
           if (link.mark == epoch_) continue;
@@ -237,7 +239,7 @@ void FlowNetwork::reallocate(double now) {
       Flow& flow = flows_[comp_flows_.front()];
       double level = std::numeric_limits<double>::infinity();
       const Hop* const hops = hops_of(comp_flows_.front());
-      for (std::uint32_t h = 0; h < flow.hops; ++h)
+      for (std::uint32_t h = 0; h < hot_[comp_flows_.front()].hops; ++h)
         level = std::min(level, links_[hops[h].link].capacity / hops[h].weight);
       flow.fill_rate = level * flow.lanes;
     } else {

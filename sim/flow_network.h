@@ -79,9 +79,13 @@ class FlowNetwork {
     // Identifies the flow's one pending event: entries carrying an older
     // stamp were superseded by a rate change (or the flow left) and are skipped.
     std::uint32_t stamp = 0;
-    std::uint32_t mark = 0;
-    std::uint32_t hops = 0;
     bool active = false;  // has joined its links
+  };
+  // What component discovery and filling test of every flow they meet (most
+  // of them already seen), dense by slot so that those tests stay in cache.
+  struct FlowHot {
+    std::uint32_t hops = 0;
+    std::uint32_t mark = 0;
     bool frozen = false;
   };
   struct LinkFlow {
@@ -131,7 +135,7 @@ class FlowNetwork {
   };
 
   Hop* hops_of(std::uint32_t f) {
-    return flows_[f].hops <= kInlineHops ? hops_[f].hop : long_hops_[f].data();
+    return hot_[f].hops <= kInlineHops ? hops_[f].hop : long_hops_[f].data();
   }
   void schedule(std::uint32_t flow, double time);
   void join(std::uint32_t f);
@@ -143,6 +147,7 @@ class FlowNetwork {
   FlatMap<std::uint32_t> slot_of_;
   std::vector<Link> links_;
   std::vector<Flow> flows_;
+  std::vector<FlowHot> hot_;
   struct alignas(64) InlineHops {
     Hop hop[kInlineHops];
   };
