@@ -141,6 +141,14 @@ void FlowNetwork::fill() {
   // their usage is removed from the other links they cross. A heap keyed by
   // (share, slot) with versioned entries finds it in O(log links) and makes
   // ties deterministic.
+  //
+  // A link's entry may hold a share below its current one (fill_key): shares
+  // mostly rise as flows freeze elsewhere, and a rise is applied only when
+  // the entry comes to the top (re-pushed with the current share). An entry
+  // is popped as the bottleneck only when its share is the current one, and
+  // since no entry exceeds its link's current share, that link has the
+  // smallest (share, slot) of all, as with an entry per change. A share that
+  // rounding lowers is pushed at once.
   fill_heap_.clear();
   const ShareLater later;
   for (std::uint32_t l : comp_links_) {
@@ -150,19 +158,29 @@ void FlowNetwork::fill() {
     link.fill_weight = 0;
     for (const LinkFlow& lf : link.flows) link.fill_weight += lf.weight;
     ++link.fill_version;
-    if (link.fill_count > 0)
-      fill_heap_.push_back(Share{link.capacity / link.fill_weight, l, link.fill_version});
+    link.fill_key = link.capacity / link.fill_weight;
+    if (link.fill_count > 0) fill_heap_.push_back(Share{link.fill_key, l, link.fill_version});
   }
   std::make_heap(fill_heap_.begin(), fill_heap_.end(), later);
   // Shares are non-decreasing in exact arithmetic; the floor keeps rounding in
   // fill_left from ever producing a smaller (or zero) rate.
   double floor = 0;
-  while (!fill_heap_.empty()) {
+  // Once every flow is frozen every link's count is 0: what is left in the
+  // heap would only be popped and skipped.
+  std::size_t unfrozen = comp_flows_.size();
+  while (unfrozen > 0 && !fill_heap_.empty()) {
     std::pop_heap(fill_heap_.begin(), fill_heap_.end(), later);
     const Share top = fill_heap_.back();
     fill_heap_.pop_back();
     Link& bottleneck = links_[top.link];
     if (top.version != bottleneck.fill_version || bottleneck.fill_count == 0) continue;
+    const double share = std::max(bottleneck.fill_left, 0.0) / bottleneck.fill_weight;
+    if (share > top.share) {
+      bottleneck.fill_key = share;
+      fill_heap_.push_back(Share{share, top.link, ++bottleneck.fill_version});
+      std::push_heap(fill_heap_.begin(), fill_heap_.end(), later);
+      continue;
+    }
     const double rate = std::max(top.share, floor);
     floor = rate;
     bottleneck.fill_count = 0;
@@ -175,6 +193,7 @@ void FlowNetwork::fill() {
       FlowHot& hot = hot_[lf.flow];
       if (hot.frozen) continue;
       hot.frozen = true;
+      --unfrozen;
       Flow& flow = flows_[lf.flow];
       flow.fill_rate = rate * flow.lanes;
       const Hop* const hops = hops_of(lf.flow);
@@ -194,10 +213,11 @@ void FlowNetwork::fill() {
     for (std::uint32_t l : touched_) {
       Link& other = links_[l];
       other.touched = false;
-      ++other.fill_version;
-      if (other.fill_count > 0) {
-        fill_heap_.push_back(Share{std::max(other.fill_left, 0.0) / other.fill_weight, l,
-                                   other.fill_version});
+      if (other.fill_count == 0) continue;
+      const double share = std::max(other.fill_left, 0.0) / other.fill_weight;
+      if (share < other.fill_key) {
+        other.fill_key = share;
+        fill_heap_.push_back(Share{share, l, ++other.fill_version});
         std::push_heap(fill_heap_.begin(), fill_heap_.end(), later);
       }
     }

@@ -99,6 +99,7 @@ class FlowNetwork {
     double fill_left = 0;
     std::uint32_t fill_count = 0;
     double fill_weight = 0;  // sum of the unfrozen flows' hop weights
+    double fill_key = 0;     // share of its live heap entry (<= the current share)
     std::uint32_t fill_version = 0;
     std::uint32_t mark = 0;
     bool touched = false;  // fill(): in touched_
