@@ -579,7 +579,7 @@ class Engine {
       } else if (route_hits_ < kRouteWindow - kRouteWindow / kGrowMisses &&
                  route_inserts_ > routes_.size() / 2 && routes_.size() < kMaxRouteCache) {
         grow_cache(routes_);
-        if (!splits_.empty()) grow_cache(splits_);
+        if (!splits_.empty() && splits_.size() < kMaxRouteCache) grow_cache(splits_);
         route_inserts_ = 0;
       }
       route_lookups_ = 0;
@@ -773,10 +773,25 @@ class Engine {
   };
   const SplitGeometry& split_geometry(int src, int dst) {
     if (splits_.empty()) splits_.resize(routes_.size());
+    // Grown by its own misses, as routes_ is (routes_ grows it too): an
+    // in-network transfer does not look in routes_.
+    if (++split_lookups_ == kRouteWindow) {
+      if (split_hits_ < kRouteWindow - kRouteWindow / kGrowMisses &&
+          split_inserts_ > splits_.size() / 2 && splits_.size() < kMaxRouteCache) {
+        grow_cache(splits_);
+        split_inserts_ = 0;
+      }
+      split_lookups_ = 0;
+      split_hits_ = 0;
+    }
     const std::uint64_t key = pair_key(src, dst);
     SplitGeometry* set = &splits_[cache_set(key, splits_.size())];
-    for (int way = 0; way < 2; ++way)
-      if (set[way].key == key) return set[way];
+    for (int way = 0; way < 2; ++way) {
+      if (set[way].key == key) {
+        ++split_hits_;
+        return set[way];
+      }
+    }
     topology_.route(src, dst, split_route_);
     SplitGeometry g;
     g.key = key;
@@ -814,6 +829,7 @@ class Engine {
       return long_split_;
     }
     // The newest goes to way 0 and the one it displaces to way 1.
+    ++split_inserts_;
     set[1] = set[0];
     set[0] = g;
     return set[0];
@@ -1015,6 +1031,9 @@ class Engine {
   std::uint32_t route_hits_ = 0;
   std::uint32_t route_bypass_ = 0;  // windows left without the cache
   std::size_t route_inserts_ = 0;   // routes cached since the last resize
+  std::uint32_t split_lookups_ = 0;
+  std::uint32_t split_hits_ = 0;
+  std::size_t split_inserts_ = 0;
   // Present in flow mode only: under alpha_beta every transfer's end is known
   // when it starts, so no event queue is needed at all.
   std::optional<FlowNetwork> network_;
