@@ -53,7 +53,6 @@ void FlowNetwork::add(double start, const std::uint32_t* slots, std::uint32_t ho
   } else {
     f = static_cast<std::uint32_t>(flows_.size());
     flows_.emplace_back();
-    hops_.emplace_back();
     hot_.emplace_back();
     long_hops_.emplace_back();
   }

@@ -65,11 +65,11 @@ class FlowNetwork {
     std::uint32_t pos;   // index of this flow in that link's `flows`
     double weight;       // lanes x coefficient: link bytes per unit of the fair level
   };
-  // A flow's hops live in hops_[slot] (no pointer to follow from the flow:
-  // both are found from the slot alone, one cache line each), or in
+  // A flow's hops live in the second cache line of its 128-byte entry (no
+  // pointer to follow, and the pair of lines is fetched together), or in
   // long_hops_[slot] when it has more than kInlineHops (kept across reuse).
   static constexpr std::uint32_t kInlineHops = 4;
-  struct alignas(64) Flow {
+  struct alignas(128) Flow {
     double remaining = 0;   // bytes still to deliver as of `last`
     double rate = 0;        // bytes per second since `last`
     double last = 0;
@@ -80,6 +80,7 @@ class FlowNetwork {
     // stamp were superseded by a rate change (or the flow left) and are skipped.
     std::uint32_t stamp = 0;
     bool active = false;  // has joined its links
+    alignas(64) Hop hop[kInlineHops];
   };
   // What component discovery and filling test of every flow they meet (most
   // of them already seen), dense by slot so that those tests stay in cache.
@@ -136,7 +137,7 @@ class FlowNetwork {
   };
 
   Hop* hops_of(std::uint32_t f) {
-    return hot_[f].hops <= kInlineHops ? hops_[f].hop : long_hops_[f].data();
+    return hot_[f].hops <= kInlineHops ? flows_[f].hop : long_hops_[f].data();
   }
   void schedule(std::uint32_t flow, double time);
   void join(std::uint32_t f);
@@ -149,10 +150,6 @@ class FlowNetwork {
   std::vector<Link> links_;
   std::vector<Flow> flows_;
   std::vector<FlowHot> hot_;
-  struct alignas(64) InlineHops {
-    Hop hop[kInlineHops];
-  };
-  std::vector<InlineHops> hops_;
   std::vector<std::vector<Hop>> long_hops_;
   std::vector<std::uint32_t> free_flows_;
   FlatMap<std::uint32_t> group_of_;  // bit pattern of a time -> its group
