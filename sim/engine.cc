@@ -4,11 +4,11 @@
 #include <limits>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "core/error.h"
+#include "sim/flat_map.h"
 #include "sim/flow_network.h"
 
 namespace collkit {
@@ -362,11 +362,13 @@ class Engine {
   // Appends pooled post `idx` to the chain of its pair at receiver `dst`.
   void chain(int dst, std::uint32_t idx) {
     posted_[idx].next = kNil;
-    const auto [it, fresh] =
-        chains_.try_emplace(pair_key(dst, posted_[idx].post.peer()), PairChain{idx, idx});
-    if (!fresh) {
-      posted_[it->second.tail].next = idx;
-      it->second.tail = idx;
+    bool fresh = false;
+    PairChain& c = chains_.insert(pair_key(dst, posted_[idx].post.peer()), fresh);
+    if (fresh) {
+      c = PairChain{idx, idx};
+    } else {
+      posted_[c.tail].next = idx;
+      c.tail = idx;
     }
   }
 
@@ -488,15 +490,16 @@ class Engine {
       receiver.has_first = false;
       return true;
     }
-    const auto it = chains_.find(pair_key(dst, src));
-    if (it == chains_.end()) return false;
-    const std::uint32_t idx = it->second.head;
+    const std::uint64_t key = pair_key(dst, src);
+    PairChain* c = chains_.find(key);
+    if (c == nullptr) return false;
+    const std::uint32_t idx = c->head;
     if (posted_[idx].post.is_send() == is_send) return false;
     out = posted_[idx].post;
     if (posted_[idx].next == kNil) {
-      chains_.erase(it);
+      chains_.erase(key);
     } else {
-      it->second.head = posted_[idx].next;
+      c->head = posted_[idx].next;
     }
     free_posted_.push_back(idx);
     if (--receiver.more_head == 0) {
@@ -579,7 +582,7 @@ class Engine {
       } else if (route_hits_ < kRouteWindow - kRouteWindow / kGrowMisses &&
                  route_inserts_ > routes_.size() / 2 && routes_.size() < kMaxRouteCache) {
         grow_cache(routes_);
-        if (!splits_.empty()) grow_cache(splits_);
+        if (!splits_.empty() && splits_.size() < kMaxRouteCache) grow_cache(splits_);
         route_inserts_ = 0;
       }
       route_lookups_ = 0;
@@ -640,7 +643,12 @@ class Engine {
   std::uint32_t start_transfer(int src, int dst, double bytes, bool reduce, double start,
                                std::uint16_t lanes = 1, std::uint16_t fan_out = 0,
                                std::uint16_t fan_in = 0, bool eager = false) {
-    const Route r = route(src, dst);
+    // An in-network transfer needs only the route's latency, which its
+    // split geometry keeps: the route cache is not visited for it.
+    const bool fan = fan_out >= 2 || fan_in >= 2;
+    Split& split = split_;
+    const bool in_network = fan && split_route(src, dst, fan_out, fan_in, split);
+    const Route r = in_network ? Route{split.latency, 0, nullptr, 0} : route(src, dst);
     const EndpointProps sep = topology_.endpoint(src);
     const bool pipelined = sep.pipelined;
     const double begin = start + sep.overhead + (pipelined ? 0.0 : r.latency);
@@ -652,9 +660,6 @@ class Engine {
     // Past the cache of either end, the data costs dram_factor times more.
     double cost_bytes = bytes * std::max(scale(src), scale(dst));
     if (efficiency_ != 1) cost_bytes /= efficiency_;
-    const bool fan = fan_out >= 2 || fan_in >= 2;
-    Split& split = split_;
-    const bool in_network = fan && split_route(src, dst, fan_out, fan_in, split);
     if (in_network && split.reduced_in_switch) {
       t.reduce = false;
       t.reduced_in_switch = true;
@@ -722,6 +727,7 @@ class Engine {
     std::vector<std::uint32_t> slots;
     std::vector<double> coeff;
     double alone_level = 0;  // the flow's rate alone (alpha_beta)
+    double latency = 0;      // the route's, as route() gives it
     bool reduced_in_switch = false;
   };
   bool split_route(int src, int dst, std::uint16_t send_fan, std::uint16_t recv_fan, Split& out) {
@@ -733,6 +739,7 @@ class Engine {
     // order, so this is the smallest bw / c hop by hop), and the switch's
     // in-network rate on the port the data enters and the one it leaves by.
     out.alone_level = std::min({g.up_bw / up, g.down_bw / down, g.port_bw / up, g.port_bw / down});
+    out.latency = g.latency;
     out.slots.clear();
     out.coeff.clear();
     if (network_) {
@@ -762,16 +769,32 @@ class Engine {
     double up_bw = 0;        // narrowest link of hops 0..into
     double down_bw = 0;      // narrowest link of the hops after it
     double port_bw = 0;      // the switch's in-network rate per port
+    double latency = 0;      // sum of the links' latencies, in route order as route() sums
     // Flow model: the link slots of the hops, then the entry and exit ports'
     // (in long_split_slots_ for a route of more than kCachedHops, not cached).
     std::uint32_t slots[kCachedHops + 2];
   };
   const SplitGeometry& split_geometry(int src, int dst) {
     if (splits_.empty()) splits_.resize(routes_.size());
+    // Grown by its own misses, as routes_ is (routes_ grows it too): an
+    // in-network transfer does not look in routes_.
+    if (++split_lookups_ == kRouteWindow) {
+      if (split_hits_ < kRouteWindow - kRouteWindow / kGrowMisses &&
+          split_inserts_ > splits_.size() / 2 && splits_.size() < kMaxRouteCache) {
+        grow_cache(splits_);
+        split_inserts_ = 0;
+      }
+      split_lookups_ = 0;
+      split_hits_ = 0;
+    }
     const std::uint64_t key = pair_key(src, dst);
     SplitGeometry* set = &splits_[cache_set(key, splits_.size())];
-    for (int way = 0; way < 2; ++way)
-      if (set[way].key == key) return set[way];
+    for (int way = 0; way < 2; ++way) {
+      if (set[way].key == key) {
+        ++split_hits_;
+        return set[way];
+      }
+    }
     topology_.route(src, dst, split_route_);
     SplitGeometry g;
     g.key = key;
@@ -790,7 +813,9 @@ class Engine {
       g.into = static_cast<std::uint32_t>(into);
       g.up_bw = g.down_bw = std::numeric_limits<double>::infinity();
       for (std::size_t i = 0; i < split_route_.size(); ++i) {
-        const double bw = topology_.link(split_route_[i]).bandwidth;
+        const LinkProps link = topology_.link(split_route_[i]);
+        g.latency += link.latency_for(protocol_);
+        const double bw = link.bandwidth;
         double& side = i <= into ? g.up_bw : g.down_bw;
         side = std::min(side, bw);
       }
@@ -807,6 +832,7 @@ class Engine {
       return long_split_;
     }
     // The newest goes to way 0 and the one it displaces to way 1.
+    ++split_inserts_;
     set[1] = set[0];
     set[0] = g;
     return set[0];
@@ -921,7 +947,7 @@ class Engine {
   // Eager sends can leave a send nobody received behind ranks that all
   // finished: that is as wrong as a deadlock.
   bool unmatched_posts() const {
-    if (!chains_.empty()) return true;
+    if (chains_.size() != 0) return true;
     for (const RankState& r : ranks_)
       if (r.has_first) return true;
     return false;
@@ -946,9 +972,10 @@ class Engine {
       for (std::uint32_t i = ranks_[dst].more_head; i != kNil; i = posted_[i].next)
         add(dst, posted_[i].post);
     }
-    for (const auto& [key, chain] : chains_)
+    chains_.for_each([&](std::uint64_t key, const PairChain& chain) {
       for (std::uint32_t i = chain.head; i != kNil; i = posted_[i].next)
         add(static_cast<int>(key >> 32), posted_[i].post);
+    });
     // Stable, on a key that separates every pair and side: the chains come
     // out of a hash table, and the message must not depend on its order.
     std::stable_sort(waiting.begin(), waiting.end(), [](const Waiting& a, const Waiting& b) {
@@ -986,7 +1013,7 @@ class Engine {
   std::vector<int> ready_;
   std::vector<Posted> posted_;
   std::vector<std::uint32_t> free_posted_;
-  std::unordered_map<std::uint64_t, PairChain> chains_;  // by pair_key(dst, src)
+  sim_detail::FlatMap<PairChain> chains_;  // by pair_key(dst, src)
   std::vector<LinkId> route_;
   std::vector<CachedRoute> routes_;
   std::vector<std::uint32_t> scratch_slots_;  // routes not cached
@@ -1007,6 +1034,9 @@ class Engine {
   std::uint32_t route_hits_ = 0;
   std::uint32_t route_bypass_ = 0;  // windows left without the cache
   std::size_t route_inserts_ = 0;   // routes cached since the last resize
+  std::uint32_t split_lookups_ = 0;
+  std::uint32_t split_hits_ = 0;
+  std::size_t split_inserts_ = 0;
   // Present in flow mode only: under alpha_beta every transfer's end is known
   // when it starts, so no event queue is needed at all.
   std::optional<FlowNetwork> network_;

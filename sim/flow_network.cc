@@ -53,11 +53,15 @@ void FlowNetwork::add(double start, const std::uint32_t* slots, std::uint32_t ho
   } else {
     f = static_cast<std::uint32_t>(flows_.size());
     flows_.emplace_back();
+    hot_.emplace_back();
+    long_hops_.emplace_back();
   }
   Flow& flow = flows_[f];
-  flow.hops.clear();
+  hot_[f].hops = hops;
+  if (hops > kInlineHops) long_hops_[f].resize(hops);
+  Hop* hop = hops_of(f);
   for (std::uint32_t h = 0; h < hops; ++h)
-    flow.hops.push_back(Hop{slots[h], kNone, coeff ? lanes * coeff[h] : lanes});
+    hop[h] = Hop{slots[h], kNone, coeff ? lanes * coeff[h] : lanes};
   flow.lanes = lanes;
   flow.remaining = bytes;
   flow.rate = 0;
@@ -75,23 +79,26 @@ bool FlowNetwork::peek(double& time) {
 
 void FlowNetwork::join(std::uint32_t f) {
   Flow& flow = flows_[f];
-  for (std::uint32_t h = 0; h < flow.hops.size(); ++h) {
-    Link& link = links_[flow.hops[h].link];
-    flow.hops[h].pos = static_cast<std::uint32_t>(link.flows.size());
-    link.flows.push_back(LinkFlow{f, h});
+  Hop* hop = hops_of(f);
+  for (std::uint32_t h = 0; h < hot_[f].hops; ++h) {
+    Link& link = links_[hop[h].link];
+    hop[h].pos = static_cast<std::uint32_t>(link.flows.size());
+    link.flows.push_back(LinkFlow{f, h, hop[h].weight});
     max_link_flows_ = std::max(max_link_flows_, static_cast<std::int64_t>(link.flows.size()));
-    dirty_links_.push_back(flow.hops[h].link);
+    dirty_links_.push_back(hop[h].link);
   }
   flow.active = true;
 }
 
 void FlowNetwork::leave(std::uint32_t f) {
   Flow& flow = flows_[f];
-  for (const Hop& hop : flow.hops) {
+  const Hop* const hops = hops_of(f);
+  for (std::uint32_t h = 0; h < hot_[f].hops; ++h) {
+    const Hop& hop = hops[h];
     Link& link = links_[hop.link];
     const LinkFlow moved = link.flows.back();
     link.flows[hop.pos] = moved;
-    flows_[moved.flow].hops[moved.hop].pos = hop.pos;
+    hops_of(moved.flow)[moved.hop].pos = hop.pos;
     link.flows.pop_back();
     dirty_links_.push_back(hop.link);
   }
@@ -133,6 +140,14 @@ void FlowNetwork::fill() {
   // their usage is removed from the other links they cross. A heap keyed by
   // (share, slot) with versioned entries finds it in O(log links) and makes
   // ties deterministic.
+  //
+  // A link's entry may hold a share below its current one (fill_key): shares
+  // mostly rise as flows freeze elsewhere, and a rise is applied only when
+  // the entry comes to the top (re-pushed with the current share). An entry
+  // is popped as the bottleneck only when its share is the current one, and
+  // since no entry exceeds its link's current share, that link has the
+  // smallest (share, slot) of all, as with an entry per change. A share that
+  // rounding lowers is pushed at once.
   fill_heap_.clear();
   const ShareLater later;
   for (std::uint32_t l : comp_links_) {
@@ -140,42 +155,69 @@ void FlowNetwork::fill() {
     link.fill_left = link.capacity;
     link.fill_count = static_cast<std::uint32_t>(link.flows.size());
     link.fill_weight = 0;
-    for (const LinkFlow& lf : link.flows) link.fill_weight += flows_[lf.flow].hops[lf.hop].weight;
+    for (const LinkFlow& lf : link.flows) link.fill_weight += lf.weight;
     ++link.fill_version;
-    if (link.fill_count > 0)
-      fill_heap_.push_back(Share{link.capacity / link.fill_weight, l, link.fill_version});
+    link.fill_key = link.capacity / link.fill_weight;
+    if (link.fill_count > 0) fill_heap_.push_back(Share{link.fill_key, l, link.fill_version});
   }
   std::make_heap(fill_heap_.begin(), fill_heap_.end(), later);
   // Shares are non-decreasing in exact arithmetic; the floor keeps rounding in
   // fill_left from ever producing a smaller (or zero) rate.
   double floor = 0;
-  while (!fill_heap_.empty()) {
+  // Once every flow is frozen every link's count is 0: what is left in the
+  // heap would only be popped and skipped.
+  std::size_t unfrozen = comp_flows_.size();
+  while (unfrozen > 0 && !fill_heap_.empty()) {
     std::pop_heap(fill_heap_.begin(), fill_heap_.end(), later);
     const Share top = fill_heap_.back();
     fill_heap_.pop_back();
     Link& bottleneck = links_[top.link];
     if (top.version != bottleneck.fill_version || bottleneck.fill_count == 0) continue;
+    const double share = std::max(bottleneck.fill_left, 0.0) / bottleneck.fill_weight;
+    if (share > top.share) {
+      bottleneck.fill_key = share;
+      fill_heap_.push_back(Share{share, top.link, ++bottleneck.fill_version});
+      std::push_heap(fill_heap_.begin(), fill_heap_.end(), later);
+      continue;
+    }
     const double rate = std::max(top.share, floor);
     floor = rate;
     bottleneck.fill_count = 0;
     ++bottleneck.fill_version;
+    // The other links of the flows frozen here lose their usage; each gets
+    // one new heap entry once all of them are done (an entry per flow would
+    // only leave stale entries behind: nothing is popped in between).
+    touched_.clear();
     for (const LinkFlow& lf : bottleneck.flows) {
+      FlowHot& hot = hot_[lf.flow];
+      if (hot.frozen) continue;
+      hot.frozen = true;
+      --unfrozen;
       Flow& flow = flows_[lf.flow];
-      if (flow.frozen) continue;
-      flow.frozen = true;
       flow.fill_rate = rate * flow.lanes;
-      for (const Hop& hop : flow.hops) {
+      const Hop* const hops = hops_of(lf.flow);
+      for (std::uint32_t h = 0; h < hot.hops; ++h) {
+        const Hop& hop = hops[h];
         if (hop.link == top.link) continue;
         Link& other = links_[hop.link];
         other.fill_left -= rate * hop.weight;
         other.fill_weight -= hop.weight;
         --other.fill_count;
-        ++other.fill_version;
-        if (other.fill_count > 0) {
-          fill_heap_.push_back(Share{std::max(other.fill_left, 0.0) / other.fill_weight, hop.link,
-                                     other.fill_version});
-          std::push_heap(fill_heap_.begin(), fill_heap_.end(), later);
+        if (!other.touched) {
+          other.touched = true;
+          touched_.push_back(hop.link);
         }
+      }
+    }
+    for (std::uint32_t l : touched_) {
+      Link& other = links_[l];
+      other.touched = false;
+      if (other.fill_count == 0) continue;
+      const double share = std::max(other.fill_left, 0.0) / other.fill_weight;
+      if (share < other.fill_key) {
+        other.fill_key = share;
+        fill_heap_.push_back(Share{share, l, ++other.fill_version});
+        std::push_heap(fill_heap_.begin(), fill_heap_.end(), later);
       }
     }
   }
@@ -194,12 +236,14 @@ void FlowNetwork::reallocate(double now) {
     comp_flows_.clear();
     for (std::size_t i = 0; i < comp_links_.size(); ++i) {
       for (const LinkFlow& lf : links_[comp_links_[i]].flows) {
-        Flow& flow = flows_[lf.flow];
-        if (flow.mark == epoch_) continue;
-        flow.mark = epoch_;
-        flow.frozen = false;
+        FlowHot& hot = hot_[lf.flow];
+        if (hot.mark == epoch_) continue;
+        hot.mark = epoch_;
+        hot.frozen = false;
         comp_flows_.push_back(lf.flow);
-        for (const Hop& hop : flow.hops) {
+        const Hop* const hops = hops_of(lf.flow);
+        for (std::uint32_t h = 0; h < hot.hops; ++h) {
+          const Hop& hop = hops[h];
           Link& link = links_[hop.link];
           if (link.mark == epoch_) continue;
           link.mark = epoch_;
@@ -213,8 +257,9 @@ void FlowNetwork::reallocate(double now) {
       // its bottleneck, which is what progressive filling would give it.
       Flow& flow = flows_[comp_flows_.front()];
       double level = std::numeric_limits<double>::infinity();
-      for (const Hop& hop : flow.hops)
-        level = std::min(level, links_[hop.link].capacity / hop.weight);
+      const Hop* const hops = hops_of(comp_flows_.front());
+      for (std::uint32_t h = 0; h < hot_[comp_flows_.front()].hops; ++h)
+        level = std::min(level, links_[hops[h].link].capacity / hops[h].weight);
       flow.fill_rate = level * flow.lanes;
     } else {
       fill();

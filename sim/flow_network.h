@@ -65,8 +65,11 @@ class FlowNetwork {
     std::uint32_t pos;   // index of this flow in that link's `flows`
     double weight;       // lanes x coefficient: link bytes per unit of the fair level
   };
-  struct Flow {
-    std::vector<Hop> hops;  // kept across reuse of the slot: no allocation per flow
+  // A flow's hops live in the second cache line of its 128-byte entry (no
+  // pointer to follow, and the pair of lines is fetched together), or in
+  // long_hops_[slot] when it has more than kInlineHops (kept across reuse).
+  static constexpr std::uint32_t kInlineHops = 4;
+  struct alignas(128) Flow {
     double remaining = 0;   // bytes still to deliver as of `last`
     double rate = 0;        // bytes per second since `last`
     double last = 0;
@@ -76,13 +79,20 @@ class FlowNetwork {
     // Identifies the flow's one pending event: entries carrying an older
     // stamp were superseded by a rate change (or the flow left) and are skipped.
     std::uint32_t stamp = 0;
-    std::uint32_t mark = 0;
     bool active = false;  // has joined its links
+    alignas(64) Hop hop[kInlineHops];
+  };
+  // What component discovery and filling test of every flow they meet (most
+  // of them already seen), dense by slot so that those tests stay in cache.
+  struct FlowHot {
+    std::uint32_t hops = 0;
+    std::uint32_t mark = 0;
     bool frozen = false;
   };
   struct LinkFlow {
     std::uint32_t flow;
     std::uint32_t hop;
+    double weight;  // the hop's weight, read here by fill() without visiting the flow
   };
   struct Link {
     double capacity = 0;
@@ -90,8 +100,10 @@ class FlowNetwork {
     double fill_left = 0;
     std::uint32_t fill_count = 0;
     double fill_weight = 0;  // sum of the unfrozen flows' hop weights
+    double fill_key = 0;     // share of its live heap entry (<= the current share)
     std::uint32_t fill_version = 0;
     std::uint32_t mark = 0;
+    bool touched = false;  // fill(): in touched_
   };
   // Events are grouped by exact time: collectives move in lock step, so many
   // flows start or end at the same instant (about 30 per instant for ring on
@@ -124,6 +136,9 @@ class FlowNetwork {
     }
   };
 
+  Hop* hops_of(std::uint32_t f) {
+    return hot_[f].hops <= kInlineHops ? flows_[f].hop : long_hops_[f].data();
+  }
   void schedule(std::uint32_t flow, double time);
   void join(std::uint32_t f);
   // Max-min fair rates (fill_rate) of the flows in comp_flows_.
@@ -134,6 +149,8 @@ class FlowNetwork {
   FlatMap<std::uint32_t> slot_of_;
   std::vector<Link> links_;
   std::vector<Flow> flows_;
+  std::vector<FlowHot> hot_;
+  std::vector<std::vector<Hop>> long_hops_;
   std::vector<std::uint32_t> free_flows_;
   FlatMap<std::uint32_t> group_of_;  // bit pattern of a time -> its group
   std::vector<Group> groups_;
@@ -151,6 +168,7 @@ class FlowNetwork {
   std::vector<std::uint32_t> comp_links_;
   std::vector<std::uint32_t> comp_flows_;
   std::vector<Share> fill_heap_;
+  std::vector<std::uint32_t> touched_;
 };
 
 }  // namespace collkit::sim_detail
