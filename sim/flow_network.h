@@ -70,8 +70,8 @@ class FlowNetwork {
   // long_hops_[slot] when it has more than kInlineHops (kept across reuse).
   static constexpr std::uint32_t kInlineHops = 4;
   struct alignas(128) Flow {
-    double remaining = 0;   // bytes still to deliver as of `last`
-    double rate = 0;        // bytes per second since `last`
+    double remaining = 0;  // bytes still to deliver as of `last`
+    double rate = 0;       // bytes per second since `last`
     double last = 0;
     double fill_rate = 0;  // scratch for progressive filling
     double lanes = 1;      // rate = lanes x the fair level
