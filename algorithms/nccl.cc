@@ -18,6 +18,9 @@
 //   nccl:collnet_direct  all_reduce: reduce-scatter and all-gather inside
 //                   each node by direct NVLink transfers, the network's
 //                   switches reducing (SHARP) across nodes in between
+//   nccl:collnet_chain  all_reduce: per channel a chain through each node's
+//                   ranks to the channel's head, SHARP across the heads, and
+//                   back down the chain
 //   nccl:p2p        all_to_all, scatter, gather: NCCL's grouped send/recv,
 //                   every transfer in one step
 //   nccl:pat        all_gather, reduce_scatter: PAT, NCCL's algorithm at one
@@ -81,7 +84,7 @@ void prepare_nccl(ScheduleSpec& spec) {
     throw UsageError(
         "nccl (NCCL's own choice of algorithm, protocol and channels) is made per size on a "
         "topology: use it with `collkit simulate`, or name a variant (nccl:ring, nccl:tree, "
-        "nccl:nvls, nccl:nvls_tree, nccl:collnet_direct, nccl:p2p, nccl:pat)");
+        "nccl:nvls, nccl:nvls_tree, nccl:collnet_direct, nccl:collnet_chain, nccl:p2p, nccl:pat)");
   if (spec.channels < 0 || spec.channels > 64)
     throw UsageError("nccl: channels must be 0..64 (0 = one), got " +
                      std::to_string(spec.channels));
@@ -796,6 +799,85 @@ std::shared_ptr<const std::vector<NvlsPlan>> shared_nvls_plans(const ScheduleSpe
   return plans;
 }
 
+// The SHARP exchange of one work item (see the comment above
+// "enum class Across"): the ranks of equal local index on the N nodes
+// all-reduce chunk i of their data through the network's switches, which
+// sum it on the way. `base`: the round the first chunk is ready to go.
+struct SharpRounds {
+  std::int64_t base = 0;
+  int lag = 0;
+  int nodes = 1;
+  bool root = false;  // node 0's rank: the shards meet here
+};
+
+// Node 0's rank gets chunk i at base + lag + i, sums it the round after and
+// multicasts it the next; the others have it lag rounds later. The round
+// from which every rank may send chunk 0 on.
+std::int64_t sharp_done(const SharpRounds& sr) { return sr.base + 2 * std::int64_t{sr.lag} + 3; }
+
+// Appends the exchange's ops of one rank at round t: `member(m)` is the
+// rank of node m, `region(i)` chunk i of the data (at most `seg` elements),
+// `slots` the first scratch element of node 0's rank's slots (two sets of
+// N - 1 chunks, by chunk parity: chunk i is summed the round after it
+// arrived, while chunk i + 1 lands in the other set). The sums go to
+// `local` (after the step's communication).
+template <typename Member, typename RegionOf>
+void sharp_ops(const SharpRounds& sr, std::int64_t t, std::int64_t chunks, int lanes,
+               std::int64_t seg, std::int64_t slots, Member member, RegionOf region,
+               std::vector<Op>& ops, std::vector<Op>& local) {
+  const int n = sr.nodes;
+  const auto at = [&](std::int64_t first) {
+    return t >= first && t - first < chunks ? t - first : std::int64_t{-1};
+  };
+  const auto net = [&](Op op, bool in) {
+    op.lanes = static_cast<std::uint16_t>(lanes);
+    if (n >= 3) (in ? op.fan_in : op.fan_out) = static_cast<std::uint16_t>(n - 1);
+    return op;
+  };
+  const std::int64_t got = sr.base + sr.lag;  // node 0's rank receives chunk 0
+  if (!sr.root) {
+    if (const std::int64_t i = at(sr.base); i >= 0)
+      ops.push_back(net(send_op(member(0), region(i)), true));
+    if (const std::int64_t i = at(got + 2 + sr.lag); i >= 0)
+      ops.push_back(net(recv_op(member(0), region(i)), false));
+    return;
+  }
+  const auto slot = [&](std::int64_t i, int m, std::int64_t count) {
+    return Region{Buf::scratch, slots + ((i % 2) * std::int64_t{n - 1} + (m - 1)) * seg, count};
+  };
+  if (const std::int64_t i = at(got); i >= 0)
+    for (int m = 1; m < n; ++m)
+      ops.push_back(net(recv_op(member(m), slot(i, m, region(i).count)), true));
+  if (const std::int64_t i = at(got + 1); i >= 0) {
+    const Region mine = region(i);
+    for (int m = 1; m < n; ++m) {
+      Op sum = reduce_op(slot(i, m, mine.count), mine);
+      if (n >= 3) {
+        sum.fan_in = static_cast<std::uint16_t>(n - 1);
+        sum.peer = member(m);
+      }
+      local.push_back(sum);
+    }
+  }
+  if (const std::int64_t i = at(got + 2); i >= 0)
+    for (int m = 1; m < n; ++m) ops.push_back(net(send_op(member(m), region(i)), false));
+}
+
+// Its communicating rounds and the elements it sends (`mine`: the chunks'
+// total), for the closed forms.
+std::int64_t sharp_intervals(const SharpRounds& sr, std::int64_t chunks, std::int64_t mine,
+                             std::vector<std::pair<std::int64_t, std::int64_t>>& iv) {
+  const std::int64_t got = sr.base + sr.lag;
+  if (sr.root) {
+    iv.emplace_back(got, got + chunks);
+    iv.emplace_back(got + 2, got + 2 + chunks);
+    return std::int64_t{sr.nodes - 1} * mine;
+  }
+  iv.emplace_back(sr.base, sr.base + chunks);
+  iv.emplace_back(got + 2 + sr.lag, got + 2 + sr.lag + chunks);
+  return mine;
+}
+
 struct NvlsRank {
   int g = 1, me = 0, node = 0, lag = 0;
   Across across = Across::none;
@@ -820,9 +902,7 @@ NvlsRank nvls_rank(const NvlsPlan& np, const ShardedKind& kind, int rank, std::i
   const int after_gather = nr.g > 1 ? lag : 0;
   if (nr.across == Across::sharp) {
     nr.sharp_root = nr.node == 0;
-    // Node 0's rank gets chunk i at B + lag + i, sums it the round after
-    // and multicasts it the next; the others have it lag rounds later.
-    nr.gather = nr.base + 2 * std::int64_t{lag} + 3;
+    nr.gather = sharp_done(SharpRounds{nr.base, lag, nr.nodes, nr.sharp_root});
     nr.end = chunks == 0 ? 0 : nr.g > 1 ? nr.gather + lag + chunks : nr.gather + chunks;
     return nr;
   }
@@ -913,45 +993,10 @@ Generator<Step> sharded_program(ScheduleSpec spec, int rank) {
             nr.tree, t, w.chunks, w.lanes, [&](int n) { return np.members[n][me]; },
             [&](std::int64_t i) { return shard(i, me); }, s.ops);
       } else if (nr.across == Across::sharp) {
-        const int n = nr.nodes;
-        const auto net = [&](Op op, bool in) {
-          op.lanes = static_cast<std::uint16_t>(w.lanes);
-          if (n >= 3) (in ? op.fan_in : op.fan_out) = static_cast<std::uint16_t>(n - 1);
-          return op;
-        };
-        const int root = np.members[0][me];
-        const std::int64_t got = nr.base + nr.lag;  // node 0's rank receives chunk 0
-        if (!nr.sharp_root) {
-          if (const std::int64_t i = chunk_at(nr.base); i >= 0)
-            s.ops.push_back(net(send_op(root, shard(i, me)), true));
-          if (const std::int64_t i = chunk_at(got + 2 + nr.lag); i >= 0)
-            s.ops.push_back(net(recv_op(root, shard(i, me)), false));
-        } else {
-          // Two sets of slots, by chunk parity: chunk i is summed the round
-          // after it arrived, while chunk i + 1 lands in the other set.
-          const auto slot = [&](std::int64_t i, int m, std::int64_t count) {
-            return Region{Buf::scratch,
-                          slots[k] + ((i % 2) * std::int64_t{n - 1} + (m - 1)) * w.seg, count};
-          };
-          if (const std::int64_t i = chunk_at(got); i >= 0)
-            for (int m = 1; m < n; ++m)
-              s.ops.push_back(
-                  net(recv_op(np.members[m][me], slot(i, m, shard(i, me).count)), true));
-          if (const std::int64_t i = chunk_at(got + 1); i >= 0) {
-            const Region mine = shard(i, me);
-            for (int m = 1; m < n; ++m) {
-              Op sum = reduce_op(slot(i, m, mine.count), mine);
-              if (n >= 3) {
-                sum.fan_in = static_cast<std::uint16_t>(n - 1);
-                sum.peer = np.members[m][me];
-              }
-              local.push_back(sum);
-            }
-          }
-          if (const std::int64_t i = chunk_at(got + 2); i >= 0)
-            for (int m = 1; m < n; ++m)
-              s.ops.push_back(net(send_op(np.members[m][me], shard(i, me)), false));
-        }
+        sharp_ops(
+            SharpRounds{nr.base, nr.lag, nr.nodes, nr.sharp_root}, t, w.chunks, w.lanes, w.seg,
+            slots[k], [&](int m) { return np.members[m][me]; },
+            [&](std::int64_t i) { return shard(i, me); }, s.ops, local);
       }
       // All-gather inside the node (by multicast through the switch).
       if (const std::int64_t i = chunk_at(nr.gather); i >= 0 && g > 1)
@@ -973,6 +1018,138 @@ std::int64_t sharded_scratch(const ScheduleSpec& spec, int rank) {
   const int nodes = static_cast<int>((*plans)[0].members.size());
   if (nodes == 1 || (*plans)[0].node[rank] != 0) return 0;
   return sharp_slots(nvls_work(spec, *plans, kind.one_node), nodes).back();
+}
+
+// ---- collnet_chain: all_reduce -----------------------------------------------
+//
+// CollNet Chain: channel c (plan tree c, with its lanes and slice) has one
+// head per node, the rank of local index c mod g, whose NIC the channel
+// uses. Inside each node its chunks go up a chain through the node's ranks
+// to the head (positions j = 0 .. g-1: local index head + 1 + j mod g, the
+// head last), the heads all-reduce them through the network's switches
+// (SHARP, as above, among the heads of the N nodes), and they come back
+// down the chain. With s = lag + 1, position j works on chunk i at rounds
+//   j s - 1 + i          receives it from position j - 1, reducing (j >= 1)
+//   j s + i              sends it up to position j + 1 (j < g - 1)
+//   B + ...              the head's SHARP exchange (B = (g - 1) s)
+//   D + (g - 2 - j) s + lag + i   receives the result from position j + 1
+//   D + (g - 1 - j) s + i         sends it down to position j - 1 (j >= 1)
+// (D: the round the exchange has chunk 0 done at every head; B with one node).
+
+struct ChainWork {
+  Slice slice;
+  std::int64_t seg = 1;
+  std::int64_t chunks = 0;
+  int lanes = 1;
+  int head = 0;  // local index of the channel's head
+};
+
+struct ChainRounds {
+  int position = 0;  // in the chain; g - 1 is the head
+  std::int64_t step = 1;
+  std::int64_t base = 0;  // B
+  std::int64_t done = 0;  // D
+  SharpRounds sharp;
+  bool across = false;  // several nodes: the head runs the exchange
+};
+
+std::vector<ChainWork> chain_work(const ScheduleSpec& spec, const NvlsPlan& np) {
+  const ChannelPlan& plan = *spec.plan;
+  const std::vector<Slice> sl = slices(spec.count, plan.trees);
+  std::vector<ChainWork> out;
+  for (std::size_t i = 0; i < plan.trees.size(); ++i) {
+    ChainWork w;
+    w.slice = sl[i];
+    w.lanes = plan.trees[i].lanes;
+    w.head = static_cast<int>(i % static_cast<std::size_t>(np.size));
+    w.seg = chunk_elems(spec, w.slice.size, 2 * np.size + 2, true);
+    w.chunks = w.slice.size == 0 ? 0 : (w.slice.size + w.seg - 1) / w.seg;
+    out.push_back(w);
+  }
+  return out;
+}
+
+ChainRounds chain_rounds(const NvlsPlan& np, const ChainWork& w, int rank, int lag) {
+  ChainRounds cr;
+  const int g = np.size;
+  cr.position = mod(np.local[rank] - w.head - 1, g);
+  cr.step = lag + 1;
+  cr.base = std::int64_t{g - 1} * cr.step;
+  const int nodes = static_cast<int>(np.members.size());
+  cr.across = nodes > 1;
+  cr.sharp = SharpRounds{cr.base, lag, nodes, np.node[rank] == 0};
+  cr.done = cr.across ? sharp_done(cr.sharp) : cr.base;
+  return cr;
+}
+
+// Rounds of the whole work item (a bound every rank's ops fall within).
+std::int64_t chain_end(const ChainRounds& cr, int g, std::int64_t chunks) {
+  return chunks == 0 ? 0 : cr.done + std::int64_t{g} * cr.step + chunks;
+}
+
+Generator<Step> chain_program(ScheduleSpec spec, int rank) {
+  co_yield copy_step({Buf::input, 0, spec.count}, {Buf::output, 0, spec.count});
+  if (spec.ranks == 1) co_return;
+  const std::shared_ptr<const std::vector<NvlsPlan>> shared = shared_nvls_plans(spec, false);
+  const NvlsPlan& np = (*shared)[0];
+  const std::vector<ChainWork> work = chain_work(spec, np);
+  const int g = np.size, nodes = static_cast<int>(np.members.size());
+  const std::vector<int>& locals = np.members[np.node[rank]];
+  std::vector<ChainRounds> rounds;
+  std::vector<std::int64_t> slots;  // per work item, node 0's rank's scratch
+  std::int64_t end = 0, offset = 0;
+  for (const ChainWork& w : work) {
+    rounds.push_back(chain_rounds(np, w, rank, spec.plan->lag));
+    end = std::max(end, chain_end(rounds.back(), g, w.chunks));
+    slots.push_back(offset);
+    offset += w.chunks == 0 ? 0 : std::int64_t{2} * (nodes - 1) * w.seg;
+  }
+  for (std::int64_t t = 0; t < end; ++t) {
+    Step s;
+    std::vector<Op> local;
+    for (std::size_t k = 0; k < work.size(); ++k) {
+      const ChainWork& w = work[k];
+      if (w.chunks == 0) continue;
+      const ChainRounds& cr = rounds[k];
+      const int j = cr.position;
+      const auto at = [&](std::int64_t first) {
+        return t >= first && t - first < w.chunks ? t - first : std::int64_t{-1};
+      };
+      const auto region = [&](std::int64_t i) { return chunk_of(w.slice, w.seg, i); };
+      const auto local_rank = [&](int position) { return locals[mod(w.head + 1 + position, g)]; };
+      const auto lanes = [&](Op op) { return with_lanes(op, w.lanes); };
+      if (j >= 1)
+        if (const std::int64_t i = at(j * cr.step - 1); i >= 0)
+          s.ops.push_back(lanes(recv_op(local_rank(j - 1), region(i), Combine::reduce)));
+      if (j < g - 1)
+        if (const std::int64_t i = at(j * cr.step); i >= 0)
+          s.ops.push_back(lanes(send_op(local_rank(j + 1), region(i))));
+      if (j == g - 1 && cr.across)
+        sharp_ops(
+            cr.sharp, t, w.chunks, w.lanes, w.seg, slots[k],
+            [&](int m) { return np.members[m][w.head]; }, region, s.ops, local);
+      if (j <= g - 2)
+        if (const std::int64_t i = at(cr.done + (g - 2 - j) * cr.step + spec.plan->lag); i >= 0)
+          s.ops.push_back(lanes(recv_op(local_rank(j + 1), region(i))));
+      if (j >= 1)
+        if (const std::int64_t i = at(cr.done + (g - 1 - j) * cr.step); i >= 0)
+          s.ops.push_back(lanes(send_op(local_rank(j - 1), region(i))));
+    }
+    for (Op& op : local) s.ops.push_back(op);
+    if (!s.ops.empty()) co_yield std::move(s);
+  }
+}
+
+std::int64_t chain_scratch(const ScheduleSpec& spec, int rank) {
+  if (spec.ranks == 1) return 0;
+  const std::shared_ptr<const std::vector<NvlsPlan>> shared = shared_nvls_plans(spec, false);
+  const NvlsPlan& np = (*shared)[0];
+  const int nodes = static_cast<int>(np.members.size());
+  if (nodes == 1 || np.node[rank] != 0) return 0;
+  std::int64_t total = 0;
+  for (const ChainWork& w : chain_work(spec, np))
+    total += w.chunks == 0 ? 0 : std::int64_t{2} * (nodes - 1) * w.seg;
+  return total;
 }
 
 // ---- closed forms ------------------------------------------------------------
@@ -1160,16 +1337,48 @@ CostEstimate sharded_cost(const ScheduleSpec& spec, const CostParams& c) {
         add_tree_intervals(nr.tree, K, iv);
         sent += (nr.tree.parent >= 0 ? mine : 0) + nr.tree.kids * mine;
       } else if (nr.across == Across::sharp) {
-        const std::int64_t got = nr.base + nr.lag;
-        if (nr.sharp_root) {
-          iv.emplace_back(got, got + K);
-          iv.emplace_back(got + 2, got + 2 + K);
-          sent += std::int64_t{nr.nodes - 1} * mine;
-        } else {
-          iv.emplace_back(nr.base, nr.base + K);
-          iv.emplace_back(got + 2 + nr.lag, got + 2 + nr.lag + K);
-          sent += mine;
-        }
+        sent += sharp_intervals(SharpRounds{nr.base, nr.lag, nr.nodes, nr.sharp_root}, K, mine, iv);
+      }
+    }
+    steps = std::max(steps, union_length(iv));
+    max_sent = std::max(max_sent, sent);
+  }
+  return make_cost(time, steps, max_sent, spec.elem_size);
+}
+
+CostEstimate chain_cost(const ScheduleSpec& spec, const CostParams& c) {
+  const int p = spec.ranks;
+  if (p == 1) return {};
+  const std::vector<NvlsPlan> plans = nvls_plans(spec, false);
+  const NvlsPlan& np = plans[0];
+  const std::vector<ChainWork> work = chain_work(spec, np);
+  const int g = np.size;
+  double time = 0;
+  std::int64_t steps = 0, max_sent = 0;
+  for (int r = 0; r < p; ++r) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> iv;
+    std::int64_t sent = 0;
+    for (const ChainWork& w : work) {
+      if (w.chunks == 0) continue;
+      const ChainRounds cr = chain_rounds(np, w, r, spec.plan->lag);
+      const std::int64_t K = w.chunks;
+      const int j = cr.position;
+      if (r == 0)
+        time = std::max(time, chain_end(cr, g, K) * message_time(c, spec.elem_size, w.seg, false));
+      if (j >= 1) iv.emplace_back(j * cr.step - 1, j * cr.step - 1 + K);
+      if (j < g - 1) {
+        iv.emplace_back(j * cr.step, j * cr.step + K);
+        sent += w.slice.size;
+      }
+      if (j == g - 1 && cr.across) sent += sharp_intervals(cr.sharp, K, w.slice.size, iv);
+      if (j <= g - 2) {
+        const std::int64_t first = cr.done + (g - 2 - j) * cr.step + spec.plan->lag;
+        iv.emplace_back(first, first + K);
+      }
+      if (j >= 1) {
+        const std::int64_t first = cr.done + (g - 1 - j) * cr.step;
+        iv.emplace_back(first, first + K);
+        sent += w.slice.size;
       }
     }
     steps = std::max(steps, union_length(iv));
@@ -1188,6 +1397,7 @@ Generator<Step> dispatch(const ScheduleSpec& spec, int rank) {
     case Collective::all_reduce:
       if (v == "ring") return ring_all_reduce(spec, rank);
       if (v == "tree") return tree_all_reduce(spec, rank);
+      if (v == "collnet_chain") return chain_program(spec, rank);
       return sharded_program(spec, rank);
     case Collective::all_gather:
       if (v == "pat") return pat_all_gather(spec, rank);
@@ -1218,6 +1428,8 @@ std::int64_t scratch_of(const ScheduleSpec& spec, int rank) {
   if (spec.collective == Collective::all_reduce &&
       (v == "nvls" || v == "nvls_tree" || v == "collnet_direct"))
     return sharded_scratch(spec, rank);
+  if (spec.collective == Collective::all_reduce && v == "collnet_chain")
+    return chain_scratch(spec, rank);
   return 0;
 }
 
@@ -1231,6 +1443,7 @@ CostEstimate cost_of(const ScheduleSpec& spec, const CostParams& c) {
     case Collective::all_reduce:
       if (v == "tree") return tree_cost(spec, c);
       if (v == "nvls" || v == "nvls_tree" || v == "collnet_direct") return sharded_cost(spec, c);
+      if (v == "collnet_chain") return chain_cost(spec, c);
       return ring_family_cost(spec, c);
     case Collective::all_gather:
     case Collective::reduce_scatter:
@@ -1262,9 +1475,10 @@ AlgorithmDef nccl_def(Collective c, std::vector<std::string> variants, std::stri
 
 void add_nccl(std::vector<AlgorithmDef>& defs) {
   defs.push_back(nccl_def(
-      Collective::all_reduce, {"auto", "ring", "tree", "nvls", "nvls_tree", "collnet_direct"},
+      Collective::all_reduce,
+      {"auto", "ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain"},
       "auto: NCCL's choice per size on a topology. ring: per channel 2(p-1) a + 2(p-1)/p n_c b "
-      "+ (p-1)/p n_c g (one channel: the ring's form). tree, nvls, nvls_tree, collnet_direct: "
+      "+ (p-1)/p n_c g (one channel: the ring's form). tree, nvls, nvls_tree, collnet_*: "
       "pipelined rounds, "
       "(2 H + K) (a + s b) for K chunks of s over height H (approximate, multi-port: every child "
       "served at once)"));

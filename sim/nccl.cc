@@ -30,6 +30,9 @@ constexpr double kNvlsTreeNet = 14.0;
 // NICs, x 0.85 on Hopper, then halved to algorithm bandwidth.
 constexpr double kCollnetDirectIntra = 3.7, kCollnetDirectNet = 31.0, kCollnetArity = 0.4;
 constexpr double kCollnetHopperFactor = 0.85;
+// CollNet Chain (tuning.cc): per NVLink hop 2.8 us, the network 30 us; the
+// graph's bandwidth, halved to algorithm bandwidth.
+constexpr double kCollnetChainIntra = 2.8, kCollnetChainNet = 30.0;
 // CollNet Direct's per-thread work before another channel is used
 // (threadThresholds[COLLNET_DIRECT][SIMPLE], tuning.cc).
 constexpr int kCollnetThreadThreshold = 512;
@@ -69,8 +72,8 @@ int log2i(double x) {
 }
 
 // Every variant nccl_choose weighs, in NCCL's order of preference on ties.
-constexpr const char* kVariants[] = {"ring",           "tree", "nvls", "nvls_tree",
-                                     "collnet_direct", "p2p",  "pat"};
+constexpr const char* kVariants[] = {"ring",           "tree",          "nvls", "nvls_tree",
+                                     "collnet_direct", "collnet_chain", "p2p",  "pat"};
 
 // The first in-network switch entry on the route src -> dst other than
 // `skip`; false when none.
@@ -259,6 +262,12 @@ double nccl_model_time(const NcclContext& ctx, Collective c, const std::string& 
     const int local = static_cast<int>(ppn) - 1;
     lat =
         2 * (std::min(1, local) * kCollnetDirectIntra + local * kCollnetArity) + kCollnetDirectNet;
+  } else if (variant == "collnet_chain") {
+    // SHARP across nodes, a chain through each node's GPUs to the head of
+    // the channel; Simple only; all_reduce; not on one node.
+    if (!ar || ctx.collnet_heads == 0 || nodes == 1 || protocol != Protocol::simple) return -1;
+    alg = 0.5 * ctx.collnet_heads * ctx.collnet_bw;
+    lat = 2 * (ppn - 1) * kCollnetChainIntra + kCollnetChainNet;
   } else if (variant == "pat") {
     // One GPU per node only (ncclPatEnable), Simple only; no scaled
     // reduce-scatter (avg). The tree graph's channels and bandwidth; the
@@ -311,7 +320,7 @@ int nccl_channels(const NcclContext& ctx, Collective c, std::int64_t bytes,
   int nc = ctx.runtime_channels;
   if (variant == "nvls" || variant == "nvls_tree") {
     nc = std::min(nc, kNvlsChannels);
-  } else if (variant == "collnet_direct") {
+  } else if (variant == "collnet_direct" || variant == "collnet_chain") {
     // Fewer channels while each would get less than the threshold per
     // thread of every head (enqueue.cc's CollNet loop, without its halving
     // of the threshold past 1.5x each switch point).

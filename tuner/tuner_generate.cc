@@ -17,8 +17,13 @@ struct Variant {
   const char* name;
   int algorithm;
 };
-constexpr std::array<Variant, 6> kVariants = {
-    {{"tree", 0}, {"ring", 1}, {"collnet_direct", 2}, {"nvls", 4}, {"nvls_tree", 5}, {"pat", 6}}};
+constexpr std::array<Variant, 7> kVariants = {{{"tree", 0},
+                                               {"ring", 1},
+                                               {"collnet_direct", 2},
+                                               {"collnet_chain", 3},
+                                               {"nvls", 4},
+                                               {"nvls_tree", 5},
+                                               {"pat", 6}}};
 
 // Protocol id (NCCL_PROTO_*) as collkit's Protocol: LL, LL128, Simple.
 Protocol protocol_of(int id) { return kAllProtocols[id]; }

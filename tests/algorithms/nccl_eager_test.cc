@@ -215,7 +215,11 @@ INSTANTIATE_TEST_SUITE_P(Family, NcclEager,
                                            Case{Collective::all_reduce, "nccl:nvls", 4},
                                            Case{Collective::all_reduce, "nccl:collnet_direct", 0},
                                            Case{Collective::all_reduce, "nccl:collnet_direct", 1},
-                                           Case{Collective::all_reduce, "nccl:collnet_direct", 3}),
+                                           Case{Collective::all_reduce, "nccl:collnet_direct", 3},
+                                           Case{Collective::all_reduce, "nccl:collnet_chain", 0},
+                                           Case{Collective::all_reduce, "nccl:collnet_chain", 1},
+                                           Case{Collective::all_reduce, "nccl:collnet_chain", 2},
+                                           Case{Collective::all_reduce, "nccl:collnet_chain", 3}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            std::string name = std::string(to_string(info.param.collective)) + "_" +
                                               std::string(info.param.algorithm).substr(5) + "_" +

@@ -71,6 +71,45 @@ TEST(CollnetSharp, TheSwitchSumsOnTheWayAndTheNicCarriesTheShardOnceEachWay) {
   }
 }
 
+// CollNet Chain inside a node of 3 (one channel, head = local 0): the
+// chain runs local 1 -> 2 -> 0 (the head), which exchanges with the other
+// node's head, and the result goes back 0 -> 2 -> 1. Two nodes, one chunk,
+// unlagged.
+TEST(CollnetChain, UpTheChainAcrossTheHeadsAndBackDown) {
+  ScheduleSpec spec = sharp_spec(6, 12);
+  spec.variant = "collnet_chain";
+  auto plan = std::make_shared<ChannelPlan>(*make_schedule(spec)->spec().plan);
+  plan->node_of = {0, 0, 0, 1, 1, 1};
+  plan->finish(6);
+  spec.plan = plan;
+  const auto s = make_schedule(spec);
+  const auto peers = [&](int rank) {
+    std::vector<std::string> out;
+    for (const Step& st : s->steps(rank)) {
+      std::string line;
+      for (const Op& op : st.ops) {
+        if (op.kind == OpKind::send) line += "s" + std::to_string(op.peer) + " ";
+        if (op.kind == OpKind::recv) line += "r" + std::to_string(op.peer) + " ";
+        if (op.kind == OpKind::reduce) line += "+ ";
+      }
+      out.push_back(line);
+    }
+    return out;
+  };
+  // Rank 1 (tail): sends up to 2, later receives the result from 2.
+  EXPECT_EQ(peers(1), (std::vector<std::string>{"", "s2 ", "r2 "}));
+  // Rank 2: receives from 1 (reducing), sends to the head 0; result down.
+  EXPECT_EQ(peers(2), (std::vector<std::string>{"", "r1 ", "s0 ", "r0 ", "s1 "}));
+  // Rank 0 (head of node 0, where the heads meet): from 2, from rank 3 (the
+  // other head), the sum, the result to 3 and down to 2.
+  EXPECT_EQ(peers(0), (std::vector<std::string>{"", "r2 ", "r3 ", "+ ", "s3 ", "s2 "}));
+  // Rank 3 (the other head): sends its node's sum to 0, gets the result.
+  EXPECT_EQ(peers(3), (std::vector<std::string>{"", "r5 ", "s0 ", "r0 ", "s5 "}));
+  for (DType t : {DType::int32, DType::float32})
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::min})
+      EXPECT_NO_THROW(verify_numeric(*s, t, op, 9));
+}
+
 // The schedule spells the switch's sums out as local reduces (fan_in, the
 // sender as peer) so that every executor computes them; the reference
 // executor proves the result.
@@ -100,14 +139,14 @@ TEST(CollnetSharp, NodeZeroReceivesApartSumsAndMulticasts) {
 }
 
 // On the SHARP cluster's own channels (8 GPUs a node, 1..4 nodes, 1 to 16
-// channels, odd counts), collnet_direct and NVLS across nodes compute the
+// channels, odd counts), collnet_direct, collnet_chain and NVLS across nodes compute the
 // all_reduce, and their closed forms count the schedule's steps and bytes.
 TEST(CollnetSharp, VerifiesOnTheShippedClusterChannels) {
   const auto topo = shipped("h100-cluster-16x8-sharp");
   for (int ranks : {8, 16, 24, 32}) {
     const NcclContext ctx = nccl_context(*topo, ranks);
-    for (const std::string variant : {"collnet_direct", "nvls"}) {
-      if (variant == "collnet_direct" && ranks == 8) continue;  // one node: no CollNet
+    for (const std::string variant : {"collnet_direct", "collnet_chain", "nvls"}) {
+      if (variant != "nvls" && ranks == 8) continue;  // one node: no CollNet
       for (int channels : {1, 3, 16}) {
         for (std::int64_t count : {std::int64_t{1}, std::int64_t{ranks + 1}, std::int64_t{4099}}) {
           SCOPED_TRACE(variant + " ranks " + std::to_string(ranks) + " channels " +
@@ -141,6 +180,7 @@ TEST(CollnetSharp, VerifiesOnTheShippedClusterChannels) {
 // NCCL's model (src/graph/tuning.cc) on 16 DGX H100 with SHARP, by hand:
 //   CollNet Direct: 8 channels (one per NIC) x 48 GB/s, GPUs per NIC 1,
 //   x 0.85 (Hopper), halved: 163.2 GB/s; 2 (3.7 + 7 x 0.4) + 31 = 44 us.
+//   CollNet Chain: 8 x 48 GB/s halved, 192 GB/s; 2 x 7 x 2.8 + 30 = 69.2 us.
 //   NVLS: 8 heads x min(40, 48) GB/s x 5/6 (the file's NVLS graph, 8 x 40
 //   GB/s); 25 + 18 = 43 us.
 // NVLS wins at every size, as NCCL picks it on such clusters; without
@@ -155,6 +195,9 @@ TEST(CollnetSharp, NcclModelOfCollnetAndNvlsAcrossNodes) {
     EXPECT_NEAR(nccl_model_time(ctx, Collective::all_reduce, "collnet_direct", Protocol::simple,
                                 bytes, DataType::float32, RedOp::sum),
                 44.0 + b / (1000.0 * 0.5 * 8 * 48 * 0.85), 1e-9 * (44 + b / 1e5));
+    EXPECT_NEAR(nccl_model_time(ctx, Collective::all_reduce, "collnet_chain", Protocol::simple,
+                                bytes, DataType::float32, RedOp::sum),
+                2 * 7 * 2.8 + 30.0 + b / (1000.0 * 0.5 * 8 * 48), 1e-9 * (70 + b / 1e5));
     EXPECT_NEAR(nccl_model_time(ctx, Collective::all_reduce, "nvls", Protocol::simple, bytes,
                                 DataType::float32, RedOp::sum),
                 43.0 + b / (1000.0 * 8 * 40 * 5.0 / 6.0), 1e-9 * (43 + b / 1e5));
@@ -168,7 +211,7 @@ TEST(CollnetSharp, NcclModelOfCollnetAndNvlsAcrossNodes) {
   const auto plain = shipped("h100-cluster-16x8");
   const NcclContext no = nccl_context(*plain, plain->num_ranks());
   EXPECT_EQ(no.collnet_heads, 0);
-  for (const char* v : {"nccl:collnet_direct", "nccl:nvls"})
+  for (const char* v : {"nccl:collnet_direct", "nccl:collnet_chain", "nccl:nvls"})
     EXPECT_FALSE(nccl_applies(no, Collective::all_reduce, v, DataType::float32, RedOp::sum)) << v;
   // On one node there is no network to reduce in.
   const NcclContext one = nccl_context(*topo, 8);
