@@ -863,6 +863,12 @@ void sharp_ops(const SharpRounds& sr, std::int64_t t, std::int64_t chunks, int l
     for (int m = 1; m < n; ++m) ops.push_back(net(send_op(member(m), region(i)), false));
 }
 
+// The scratch node 0's rank needs for one work item's exchange: two sets of
+// N - 1 chunks of `seg` elements (none without chunks).
+std::int64_t sharp_scratch(std::int64_t chunks, std::int64_t seg, int nodes) {
+  return chunks == 0 ? 0 : std::int64_t{2} * (nodes - 1) * seg;
+}
+
 // Its communicating rounds and the elements it sends (`mine`: the chunks'
 // total), for the closed forms.
 std::int64_t sharp_intervals(const SharpRounds& sr, std::int64_t chunks, std::int64_t mine,
@@ -924,7 +930,7 @@ std::vector<std::int64_t> sharp_slots(const std::vector<NvlsWork>& work, int nod
   std::int64_t offset = 0;
   for (const NvlsWork& w : work) {
     at.push_back(offset);
-    offset += w.chunks == 0 ? 0 : std::int64_t{2} * (nodes - 1) * w.seg;
+    offset += sharp_scratch(w.chunks, w.seg, nodes);
   }
   at.push_back(offset);
   return at;
@@ -1102,7 +1108,7 @@ Generator<Step> chain_program(ScheduleSpec spec, int rank) {
     rounds.push_back(chain_rounds(np, w, rank, spec.plan->lag));
     end = std::max(end, chain_end(rounds.back(), g, w.chunks));
     slots.push_back(offset);
-    offset += w.chunks == 0 ? 0 : std::int64_t{2} * (nodes - 1) * w.seg;
+    offset += sharp_scratch(w.chunks, w.seg, nodes);
   }
   for (std::int64_t t = 0; t < end; ++t) {
     Step s;
@@ -1147,8 +1153,7 @@ std::int64_t chain_scratch(const ScheduleSpec& spec, int rank) {
   const int nodes = static_cast<int>(np.members.size());
   if (nodes == 1 || np.node[rank] != 0) return 0;
   std::int64_t total = 0;
-  for (const ChainWork& w : chain_work(spec, np))
-    total += w.chunks == 0 ? 0 : std::int64_t{2} * (nodes - 1) * w.seg;
+  for (const ChainWork& w : chain_work(spec, np)) total += sharp_scratch(w.chunks, w.seg, nodes);
   return total;
 }
 

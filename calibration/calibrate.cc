@@ -140,6 +140,8 @@ double& param_slot(const FittedParam& p, std::vector<LinkProps>& classes, Endpoi
       return e.dram_factor;
     case ParamKind::host_cores:
       return e.host_cores;
+    case ParamKind::dirty_factor:
+      return e.dirty_factor;
   }
   throw std::logic_error("unknown parameter kind");
 }
@@ -149,6 +151,29 @@ bool past_cache(const Schedule& s, const EndpointProps& e) {
   const ScheduleSpec& spec = s.spec();
   for (int r = 0; r < s.ranks(); ++r)
     if (static_cast<double>(s.working_set(r)) * spec.elem_size > e.cache_bytes) return true;
+  return false;
+}
+
+// Whether some rank sends data it wrote during the call (a region it
+// received, reduced or copied into, other than a copy of its input into its
+// output), which EndpointProps::dirty_factor prices. A superset: it ignores
+// a later copy of the input over a written region.
+bool sends_written(const Schedule& s) {
+  for (int r = 0; r < s.ranks(); ++r) {
+    std::vector<Region> written;
+    for (const Step& st : s.steps(r)) {
+      for (const Op& op : st.ops)
+        if (op.kind == OpKind::send && op.src.buf != Buf::input && op.src.count > 0)
+          for (const Region& w : written)
+            if (w.buf == op.src.buf && w.offset < op.src.offset + op.src.count &&
+                op.src.offset < w.offset + w.count)
+              return true;
+      for (const Op& op : st.ops)
+        if (op.kind != OpKind::send && op.dst.count > 0 &&
+            !(op.kind == OpKind::copy && op.src.buf == Buf::input && op.dst.buf == Buf::output))
+          written.push_back(op.dst);
+    }
+  }
   return false;
 }
 
@@ -193,19 +218,24 @@ bool solve_spd(std::vector<std::vector<double>> a, std::vector<double>& b) {
   return true;
 }
 
+// Factors and core counts, printed as they are.
+bool unitless(ParamKind kind) {
+  return kind == ParamKind::dram_factor || kind == ParamKind::host_cores ||
+         kind == ParamKind::dirty_factor;
+}
+
 // "[0, 100000 us]" in the units format_calibration prints.
 double display_scale(ParamKind kind) {
-  return kind == ParamKind::latency || kind == ParamKind::overhead         ? 1e6
-         : kind == ParamKind::dram_factor || kind == ParamKind::host_cores ? 1.0
-                                                                           : 1e-9;
+  return kind == ParamKind::latency || kind == ParamKind::overhead ? 1e6
+         : unitless(kind)                                          ? 1.0
+                                                                   : 1e-9;
 }
 
 std::string range_text(const FittedParam& fp) {
   const double s = display_scale(fp.kind);
   const char* unit = fp.kind == ParamKind::latency || fp.kind == ParamKind::overhead ? " us"
-                     : fp.kind == ParamKind::dram_factor || fp.kind == ParamKind::host_cores
-                         ? ""
-                         : " GB/s";
+                     : unitless(fp.kind)                                             ? ""
+                                                                                     : " GB/s";
   return fmt("%g", fp.lower * s) + ".." + fmt("%g", fp.upper * s) + unit;
 }
 
@@ -517,6 +547,15 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
   if (trial.endpoint_.host_cores > 0)
     params.push_back(
         {ParamKind::host_cores, -1, "endpoint host_cores", trial.endpoint_.host_cores, 0, true});
+  // Written data's factor, opt-in like copies: a base that sets it (its
+  // value the start), and some point that sends what it wrote.
+  if (trial.endpoint_.dirty_factor > 1) {
+    bool writes = false;
+    for (const Point& pt : points) writes = writes || (pt.schedule && sends_written(*pt.schedule));
+    if (writes)
+      params.push_back({ParamKind::dirty_factor, -1, "endpoint dirty_factor",
+                        trial.endpoint_.dirty_factor, 0, true});
+  }
   if (any_copy && trial.endpoint_.copy_bw > 0)
     params.push_back(
         {ParamKind::copy_bw, -1, "endpoint copy_gbps", trial.endpoint_.copy_bw, 0, true});
@@ -720,13 +759,14 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
     for (std::size_t k = 0; k < n; ++k) {
       const double u = halton(s, kHaltonPrimes[k % std::size(kHaltonPrimes)]);
       // Bandwidths, latencies and overheads: within a factor of 8 of the
-      // base; dram_factor 1..4; host_cores over its whole range.
+      // base; dram_factor and dirty_factor 1..4; host_cores over its whole range.
       double lo = theta_start[k] - std::log(8.0);
       double hi = theta_start[k] + std::log(8.0);
       if (params[k].kind == ParamKind::host_cores) {
         lo = theta_lo[k];
         hi = theta_hi[k];
-      } else if (params[k].kind == ParamKind::dram_factor) {
+      } else if (params[k].kind == ParamKind::dram_factor ||
+                 params[k].kind == ParamKind::dirty_factor) {
         lo = 0;
         hi = std::log(4.0);
       }
@@ -1005,6 +1045,8 @@ std::pair<double, double> param_range(ParamKind kind, int host_cores_limit) {
       return {1.0, 1000.0};  // DRAM is never faster than the cache
     case ParamKind::host_cores:
       return {1.0, static_cast<double>(std::max(1, host_cores_limit))};
+    case ParamKind::dirty_factor:
+      return {1.0, 100.0};  // written data is never cheaper to read than clean
   }
   return {0.0, 0.0};
 }
@@ -1158,6 +1200,10 @@ std::string fitted_topology_text(const std::string& base_text, const std::string
     endpoint["host_cores"] = result.endpoint.host_cores;
   else
     endpoint.erase("host_cores");
+  if (result.endpoint.dirty_factor != 1)
+    endpoint["dirty_factor"] = result.endpoint.dirty_factor;
+  else
+    endpoint.erase("dirty_factor");
   if (result.endpoint.cache_bytes > 0) {
     endpoint["cache_mb"] = result.endpoint.cache_bytes / 1048576.0;
     endpoint["dram_factor"] = result.endpoint.dram_factor;
@@ -1173,6 +1219,7 @@ std::string fitted_topology_text(const std::string& base_text, const std::string
         node.erase("copy_gbps");
         node.erase("cache_mb");
         node.erase("dram_factor");
+        node.erase("dirty_factor");
         node.erase("host_cores");
       }
 
@@ -1203,6 +1250,7 @@ std::string fitted_topology_text(const std::string& base_text, const std::string
            close(e.copy_bw, result.endpoint.copy_bw) &&
            close(e.cache_bytes, result.endpoint.cache_bytes) &&
            close(e.dram_factor, result.endpoint.dram_factor) &&
+           close(e.dirty_factor, result.endpoint.dirty_factor) &&
            close(e.host_cores, result.endpoint.host_cores);
   }
   if (!same)
@@ -1237,9 +1285,8 @@ std::string format_calibration(const CalibrationResult& result) {
   out += line;
   for (const FittedParam& fp : result.params) {
     const double scale = fp.kind == ParamKind::latency || fp.kind == ParamKind::overhead ? 1e6
-                         : fp.kind == ParamKind::dram_factor || fp.kind == ParamKind::host_cores
-                             ? 1.0
-                             : 1e-9;
+                         : unitless(fp.kind)                                             ? 1.0
+                                                                                         : 1e-9;
     std::snprintf(line, sizeof line, "%-56s %14.6g %14.6g%s\n", fp.name.c_str(), fp.base * scale,
                   fp.fitted * scale, fp.constrained ? "" : "  (no point depends on it: kept)");
     out += line;

@@ -70,7 +70,8 @@ enum class ParamKind : std::uint8_t {
   reduce_bw,
   copy_bw,
   dram_factor,
-  host_cores
+  host_cores,
+  dirty_factor
 };
 
 // One fitted quantity, SI units (seconds, bytes per second).
@@ -91,7 +92,8 @@ struct FittedParam {
 // The physical range of each fitted quantity, SI units (docs/REPORTS.md,
 // "Calibration"): latency and overhead [0, 0.1 s]; link, reduction and copy
 // bandwidth [1 MB/s, 10 TB/s]; dram_factor [1, 1000] (DRAM is never faster
-// than the cache); host_cores [1, host_cores_limit].
+// than the cache); host_cores [1, host_cores_limit]; dirty_factor [1, 100]
+// (data another core wrote is never cheaper to read than clean data).
 std::pair<double, double> param_range(ParamKind kind, int host_cores_limit);
 
 // Fits agree when what they determine differs by at most this (relative):

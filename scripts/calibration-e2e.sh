@@ -84,7 +84,8 @@ for c in $collectives; do
   # shellcheck disable=SC2086 # the repeats' paths have no spaces
   "$collkit" compare "$out/s-$c.json" ${repeats_of[$c]} --min-bytes "$compare_min" \
     --json "$out/cmp-$c.json" >"$out/compare-$c.txt"
-  grep '^#' "$out/compare-$c.txt" | head -3
+  # awk, not grep | head: under pipefail head's early exit could fail the loop.
+  awk '/^#/ && n++ < 3' "$out/compare-$c.txt"
   reports+=("$out/s-$c.json" "$out/m-$c.json")
 done
 

@@ -1,7 +1,10 @@
 #include "sim/engine.h"
 
 #include <algorithm>
+#include <array>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -49,7 +52,48 @@ struct PostExtra {
   std::uint16_t lanes = 1;
   std::uint16_t fan_out = 0;
   std::uint16_t fan_in = 0;
+  bool dirty =
+      false;  // a send of data its rank wrote during the call (EndpointProps::dirty_factor)
   std::uint32_t transfer = kNil;
+};
+
+// Element ranges of one buffer, disjoint and merged: what a rank wrote
+// during the call (EndpointProps::dirty_factor).
+class Ranges {
+ public:
+  void add(std::int64_t lo, std::int64_t hi) {
+    if (lo >= hi) return;
+    auto it = map_.upper_bound(lo);
+    if (it != map_.begin() && std::prev(it)->second >= lo) {
+      --it;
+      lo = it->first;
+    }
+    while (it != map_.end() && it->first <= hi) {
+      hi = std::max(hi, it->second);
+      it = map_.erase(it);
+    }
+    map_.emplace(lo, hi);
+  }
+  void remove(std::int64_t lo, std::int64_t hi) {
+    if (lo >= hi) return;
+    auto it = map_.upper_bound(lo);
+    if (it != map_.begin() && std::prev(it)->second > lo) --it;
+    while (it != map_.end() && it->first < hi) {
+      const std::int64_t a = it->first, b = it->second;
+      it = map_.erase(it);
+      if (a < lo) map_.emplace(a, lo);
+      if (b > hi) map_.emplace(hi, b);
+    }
+  }
+  bool overlaps(std::int64_t lo, std::int64_t hi) const {
+    if (lo >= hi) return false;
+    auto it = map_.upper_bound(lo);
+    if (it != map_.begin() && std::prev(it)->second > lo) return true;
+    return it != map_.end() && it->first < hi;
+  }
+
+ private:
+  std::map<std::int64_t, std::int64_t> map_;  // lo -> hi
 };
 
 // Posts beyond a rank's first, in a pool with a free list, chained per
@@ -143,6 +187,8 @@ class Engine {
     init_shared_hosts();
     pipelined_.resize(static_cast<std::size_t>(p_));
     for (int r = 0; r < p_; ++r) pipelined_[r] = topology_.endpoint(r).pipelined;
+    for (int r = 0; r < p_ && written_.empty(); ++r)
+      if (topology_.endpoint(r).dirty_factor != 1) written_.resize(static_cast<std::size_t>(p_));
   }
 
   SimResult run() {
@@ -175,6 +221,7 @@ class Engine {
         s.pending = -1;
         s.done = t;
         s.program = {};  // frees the coroutine frame now, not at the end of the run
+        if (!written_.empty()) written_[static_cast<std::size_t>(rank)] = {};
         end_time_ = std::max(end_time_, t);
         if (options_.rank_times) result_.rank_times[rank] = t;
         ++finished_;
@@ -197,6 +244,7 @@ class Engine {
         }
       }
       if (comm == 0) {
+        note_writes(rank, step);
         if (!core_slot_.empty() && local > 0) {
           // Local work on a shared host is a flow: the rank waits for it.
           s.done = t;
@@ -218,7 +266,35 @@ class Engine {
       s.pending = comm;
       for (const Op& op : step.ops)
         if (op.kind == OpKind::send || op.kind == OpKind::recv) post(rank, op, t);
+      note_writes(rank, step);
       return;
+    }
+  }
+
+  // What the rank wrote during the call (EndpointProps::dirty_factor): a
+  // receive, a reduction or a copy dirties its destination, except a copy
+  // of the input into the output, which the real executors do not send
+  // from: they send the input itself (realrun/plan.cc, source_of). Applied
+  // after the step's sends were posted (they read the state before it).
+  Ranges* written(int rank, Buf buf) {
+    if (written_.empty() || buf == Buf::input) return nullptr;
+    return &written_[static_cast<std::size_t>(rank)][buf == Buf::output ? 0 : 1];
+  }
+  bool is_dirty(int rank, const Region& r) {
+    const Ranges* w = written(rank, r.buf);
+    return w != nullptr && w->overlaps(r.offset, r.offset + r.count);
+  }
+  void note_writes(int rank, const Step& step) {
+    if (written_.empty()) return;
+    for (const Op& op : step.ops) {
+      if (op.kind == OpKind::send) continue;
+      Ranges* w = written(rank, op.dst.buf);
+      if (w == nullptr) continue;
+      const std::int64_t lo = op.dst.offset, hi = op.dst.offset + op.dst.count;
+      if (op.kind == OpKind::copy && op.src.buf == Buf::input && op.dst.buf == Buf::output)
+        w->remove(lo, hi);
+      else
+        w->add(lo, hi);
     }
   }
 
@@ -290,6 +366,7 @@ class Engine {
     if (count < 0) throw ScheduleError(describe_op(rank, op) + ": negative count");
     const int src = is_send ? rank : op.peer;
     const int dst = is_send ? op.peer : rank;
+    const bool my_dirty = is_send && is_dirty(rank, op.src);
     Post other{};
     if (!take_match(dst, src, is_send, other)) {
       Post mine = Post::make(t, count, src, is_send, !is_send && op.combine == Combine::reduce);
@@ -298,10 +375,10 @@ class Engine {
       // for the receive: its data leaves now and waits at the receiver.
       if (is_send && topology_.endpoint(src).pipelined) {
         transfer = start_transfer(src, dst, static_cast<double>(count) * elem_size_, false, t,
-                                  op.lanes, op.fan_out, op.fan_in, /*eager=*/true);
+                                  op.lanes, op.fan_out, op.fan_in, /*eager=*/true, my_dirty);
       }
-      if (op.lanes != 1 || op.fan_out != 0 || op.fan_in != 0 || transfer != kNil)
-        mine.extra = new_extra(PostExtra{op.lanes, op.fan_out, op.fan_in, transfer});
+      if (op.lanes != 1 || op.fan_out != 0 || op.fan_in != 0 || transfer != kNil || my_dirty)
+        mine.extra = new_extra(PostExtra{op.lanes, op.fan_out, op.fan_in, my_dirty, transfer});
       enqueue(dst, mine);
       return;
     }
@@ -322,18 +399,19 @@ class Engine {
     const std::uint16_t lanes = std::max(op.lanes, ox.lanes);
     const std::uint16_t fan_out = is_send ? op.fan_out : ox.fan_out;
     const std::uint16_t fan_in = std::max(op.fan_in, ox.fan_in);
+    const bool dirty = is_send ? my_dirty : ox.dirty;
     if (topology_.endpoint(src).pipelined) {
       // Eager even though the receive was posted first (engines may post
       // out of time order): the data leaves when the send is posted, and
       // the receive is done when both the data and the receive are there.
       const std::uint32_t transfer =
           start_transfer(src, dst, static_cast<double>(count) * elem_size_, false,
-                         is_send ? t : other.time, lanes, fan_out, fan_in, true);
+                         is_send ? t : other.time, lanes, fan_out, fan_in, true, dirty);
       receive_eager(dst, transfer, reduce, is_send ? other.time : t);
       return;
     }
     start_transfer(src, dst, static_cast<double>(count) * elem_size_, reduce,
-                   std::max(t, other.time), lanes, fan_out, fan_in, /*eager=*/false);
+                   std::max(t, other.time), lanes, fan_out, fan_in, /*eager=*/false, dirty);
   }
 
   void check_counts(int src, int dst, std::int64_t sent, std::int64_t expected) const {
@@ -642,7 +720,7 @@ class Engine {
   // EagerArrival, others kNil.
   std::uint32_t start_transfer(int src, int dst, double bytes, bool reduce, double start,
                                std::uint16_t lanes = 1, std::uint16_t fan_out = 0,
-                               std::uint16_t fan_in = 0, bool eager = false) {
+                               std::uint16_t fan_in = 0, bool eager = false, bool dirty = false) {
     // An in-network transfer needs only the route's latency, which its
     // split geometry keeps: the route cache is not visited for it.
     const bool fan = fan_out >= 2 || fan_in >= 2;
@@ -659,6 +737,10 @@ class Engine {
     t.begin = begin;
     // Past the cache of either end, the data costs dram_factor times more.
     double cost_bytes = bytes * std::max(scale(src), scale(dst));
+    // Within the cache, data the sender wrote during the call is read out
+    // of its core's cache (EndpointProps::dirty_factor).
+    if (dirty && scale(src) == 1 && scale(dst) == 1)
+      cost_bytes *= topology_.endpoint(src).dirty_factor;
     if (efficiency_ != 1) cost_bytes /= efficiency_;
     if (in_network && split.reduced_in_switch) {
       t.reduce = false;
@@ -1005,6 +1087,9 @@ class Engine {
   const int p_;
   const int elem_size_;
   std::vector<double> scale_;  // per rank, from the cache model; empty = 1 for all
+  // Per rank, output and scratch ranges written during the call; empty
+  // unless some endpoint has a dirty_factor.
+  std::vector<std::array<Ranges, 2>> written_;
   // Shared hosts: per rank, its core's and its host's virtual link slots
   // (kNil for a rank whose host does not share); empty = none shares.
   std::vector<std::uint32_t> core_slot_;

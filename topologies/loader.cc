@@ -47,8 +47,8 @@ const std::vector<std::string> kTopKeys = {"name",
                                            "devices_per_node",
                                            "endpoints_forward"};
 const std::vector<std::string> kEndpointKeys = {"overhead_us", "reduce_gbps", "copy_gbps",
-                                                "cache_mb",    "dram_factor", "host_cores",
-                                                "pipelined",   "launch_us"};
+                                                "cache_mb",    "dram_factor", "dirty_factor",
+                                                "host_cores",  "pipelined",   "launch_us"};
 const std::vector<std::string> kProtocolNames = {"LL", "LL128", "Simple"};
 const std::vector<std::string> kGeneratorKinds = {
     "ring", "fully_connected", "switch", "torus", "hypercube", "fat_tree", "hierarchical"};
@@ -256,6 +256,12 @@ class Reader {
         fail(field(path, "dram_factor"),
              "needs cache_mb (the buffer size beyond which it applies), here or in endpoint");
       base.dram_factor = f;
+    }
+    if (const json* v = find(obj, "dirty_factor")) {
+      const double f = number(obj, path, "dirty_factor", std::nullopt, "");
+      if (!(f >= 1) || f > 1e6)
+        fail(field(path, "dirty_factor"), "must be >= 1 and at most 1e6, got " + show(*v));
+      base.dirty_factor = f;
     }
     return base;
   }

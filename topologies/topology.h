@@ -42,6 +42,13 @@ struct EndpointProps {
   // copies). cache_bytes 0 = no cache model.
   double cache_bytes = 0;
   double dram_factor = 1;
+  // Data a rank wrote during the call: a message whose source it received,
+  // reduced or copied into (not a copy of its input into its output, which
+  // the real executors send from the input itself) costs dirty_factor times
+  // its bytes while neither end is past its cache: the receiving core reads
+  // lines still modified in the sender's cache (docs/SIMULATOR.md, "Written
+  // data"). 1 = no such cost (GPUs, and every topology that does not set it).
+  double dirty_factor = 1;
   // Shared host (flow model only): the local work (reductions, copies) of
   // the ranks of one host shares host_cores cores' worth of throughput; a
   // rank alone runs at its own reduce_bw / copy_bw. 0 = never shared.

@@ -281,7 +281,7 @@ TEST(Calibrate, FittedFileOfACacheBaseGivesTheFitsTimes) {
   sweep.collective = Collective::all_reduce;
   sweep.algorithms = classic(Collective::all_reduce, "ring,recursive_doubling,linear");
   sweep.ranks = 4;
-  sweep.sizes = {4096, 65536, 1 << 20, 8 << 20};
+  sweep.sizes = {4096, 65536, 262144, 1 << 20, 8 << 20};
   sweep.model = cost_params_of(*base, 4);
   Report m = simulate_report(sweep, *truth, {});
   m.mode = ReportMode::measure;

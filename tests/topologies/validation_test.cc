@@ -64,10 +64,11 @@ TEST(Validation, UnknownKeysEverywhereListValidKeys) {
   expect_error(explicit_with(R"({"a": "g0", "b": "sw", "bandwidth_gbps": 1},
                                 {"a": "g1", "b": "sw", "bandwith_gbps": 1})"),
                {"links[1].bandwith_gbps: unknown key", "bandwidth_gbps"});
-  expect_error(R"({"endpoint": {"overhead": 1},
+  expect_error(
+      R"({"endpoint": {"overhead": 1},
                    "generator": {"kind": "ring", "ranks": 2, "bandwidth_gbps": 1}})",
-               {"endpoint.overhead: unknown key",
-                "overhead_us, reduce_gbps, copy_gbps, cache_mb, dram_factor, host_cores"});
+      {"endpoint.overhead: unknown key",
+       "overhead_us, reduce_gbps, copy_gbps, cache_mb, dram_factor, dirty_factor, host_cores"});
   expect_error(R"({"dims": [{"kind": "ring", "size": 2, "bandwidth_gbps": 1, "lat": 3}]})",
                {"dims[0].lat: unknown key"});
   expect_error(R"({"generator": {"kind": "hierarchical", "nodes": 2, "devices_per_node": 2,
@@ -97,6 +98,9 @@ TEST(Validation, Bandwidth) {
   expect_error(R"({"endpoint": {"cache_mb": 8, "dram_factor": -1},
                    "generator": {"kind": "ring", "ranks": 2, "bandwidth_gbps": 1}})",
                {"endpoint.dram_factor: must be > 0", "-1"});
+  expect_error(R"({"endpoint": {"dirty_factor": 0.5},
+                   "generator": {"kind": "ring", "ranks": 2, "bandwidth_gbps": 1}})",
+               {"endpoint.dirty_factor: must be >= 1", "0.5"});
   expect_error(R"({"endpoint": {"host_cores": 0},
                    "generator": {"kind": "ring", "ranks": 2, "bandwidth_gbps": 1}})",
                {"endpoint.host_cores: must be > 0", "got 0"});
