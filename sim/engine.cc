@@ -133,10 +133,10 @@ class Engine {
         p_(schedule.ranks()),
         elem_size_(schedule.spec().elem_size),
         ranks_(static_cast<std::size_t>(p_)),
-        routes_(route_cache_size(p_)),
         protocol_(schedule.spec().protocol != Protocol::none ? schedule.spec().protocol
                                                              : topology.default_protocol),
         efficiency_(topology.protocol(protocol_).efficiency) {
+    routes_.resize(route_cache_size(p_));
     if (options_.model == NetModel::flow) network_.emplace(topology_);
     if (options_.rank_times) result_.rank_times.assign(static_cast<std::size_t>(p_), 0.0);
     init_cache_scale();
@@ -523,40 +523,86 @@ class Engine {
   };
   static constexpr std::uint32_t kCachedHops = 12;
   struct CachedRoute {
-    std::uint64_t key = ~std::uint64_t{0};
     double latency = 0;
     double bottleneck = 0;
     std::uint32_t hops = 0;
     std::uint32_t slots[kCachedHops];
   };
 
-  // Two ways per set: ring-like schedules use about p pairs, and with one way
-  // a fifth of them would keep evicting each other.
+  // A set-associative cache of per-pair entries (routes_, splits_): the keys
+  // of a set's kWays ways share one cache line, apart from the entries, so a
+  // lookup reads one line of keys and then its entry. Eight ways: with two,
+  // NVLS's ten-odd peers per rank kept colliding (conflict misses, each a
+  // route walk in the topology) until the table had grown to 18 entries per
+  // pair, 15 MB that every lookup missed in. A miss inserts at way 0 and
+  // the set's oldest entry leaves.
+  template <typename Entry>
+  class PairCache {
+   public:
+    static constexpr std::size_t kWays = 8;
+    static constexpr std::uint64_t kNoKey = ~std::uint64_t{0};
+
+    std::size_t size() const { return entries_.size(); }
+    bool empty() const { return entries_.empty(); }
+    void resize(std::size_t entries) {
+      entries = std::max(entries, kWays);
+      keys_.assign(entries / kWays, Keys{});
+      entries_.assign(entries, Entry{});
+    }
+    Entry* find(std::uint64_t key) {
+      const std::size_t set = set_of(key);
+      const Keys& k = keys_[set];
+      for (std::size_t way = 0; way < kWays; ++way)
+        if (k.key[way] == key) return &entries_[set * kWays + way];
+      return nullptr;
+    }
+    Entry& insert(std::uint64_t key) {
+      const std::size_t set = set_of(key);
+      Keys& k = keys_[set];
+      Entry* e = &entries_[set * kWays];
+      for (std::size_t way = kWays - 1; way > 0; --way) {
+        k.key[way] = k.key[way - 1];
+        e[way] = e[way - 1];
+      }
+      k.key[0] = key;
+      return e[0];
+    }
+    // Doubles the table, keeping every entry and the order of each set.
+    void grow() {
+      PairCache old;
+      old.keys_.swap(keys_);
+      old.entries_.swap(entries_);
+      resize(old.size() * 2);
+      for (std::size_t set = 0; set < old.keys_.size(); ++set) {
+        for (std::size_t way = kWays; way-- > 0;) {
+          const std::uint64_t key = old.keys_[set].key[way];
+          if (key != kNoKey) insert(key) = old.entries_[set * kWays + way];
+        }
+      }
+    }
+
+   private:
+    struct alignas(64) Keys {
+      std::uint64_t key[kWays] = {kNoKey, kNoKey, kNoKey, kNoKey, kNoKey, kNoKey, kNoKey, kNoKey};
+    };
+    std::size_t set_of(std::uint64_t key) const {
+      // Both ranks of the pair mixed into every bit of the set index.
+      key ^= key >> 33;
+      key *= 0xff51afd7ed558ccdULL;
+      key ^= key >> 33;
+      key *= 0xc4ceb9fe1a85ec53ULL;
+      key ^= key >> 33;
+      return static_cast<std::size_t>(key) & (keys_.size() - 1);
+    }
+    std::vector<Keys> keys_;
+    std::vector<Entry> entries_;
+  };
+
+  // Ring-like schedules use about p pairs.
   static std::size_t route_cache_size(int p) {
     std::size_t size = 16;
     while (size < 4 * static_cast<std::size_t>(p) && size < (std::size_t{1} << 16)) size *= 2;
     return size;
-  }
-  // The first way of the set of `key` in a cache of `size` entries.
-  static std::size_t cache_set(std::uint64_t key, std::size_t size) {
-    const std::uint64_t h = key * 0x9e3779b97f4a7c15ULL;
-    return (h ^ (h >> 29)) & (size - 2);
-  }
-  // Doubles a set-associative cache (routes_, splits_), keeping its entries
-  // and their order of recency.
-  template <typename Entry>
-  static void grow_cache(std::vector<Entry>& cache) {
-    std::vector<Entry> old(cache.size() * 2);
-    old.swap(cache);
-    for (std::size_t set = 0; set < old.size(); set += 2) {
-      for (int way = 1; way >= 0; --way) {
-        const Entry& e = old[set + static_cast<std::size_t>(way)];
-        if (e.key == ~std::uint64_t{0}) continue;
-        Entry* to = &cache[cache_set(e.key, cache.size())];
-        to[1] = to[0];
-        to[0] = e;
-      }
-    }
   }
 
   // When almost every lookup misses (pairs used once, as in recursive
@@ -572,6 +618,10 @@ class Engine {
   static constexpr std::uint32_t kBypassWindows = 15;
   static constexpr std::uint32_t kGrowMisses = 32;
   static constexpr std::size_t kMaxRouteCache = std::size_t{1} << 20;
+  // splits_ has no bypass to decide, and every lookup in a window spent at
+  // too small a size misses (NVLS cycles through more pairs than fit): a
+  // shorter window lets it reach its size after a few thousand misses.
+  static constexpr std::uint32_t kSplitWindow = 1u << 12;
 
   Route route(int src, int dst) {
     if (++route_lookups_ == kRouteWindow) {
@@ -581,22 +631,17 @@ class Engine {
         route_bypass_ = kBypassWindows;
       } else if (route_hits_ < kRouteWindow - kRouteWindow / kGrowMisses &&
                  route_inserts_ > routes_.size() / 2 && routes_.size() < kMaxRouteCache) {
-        grow_cache(routes_);
-        if (!splits_.empty() && splits_.size() < kMaxRouteCache) grow_cache(splits_);
+        routes_.grow();
         route_inserts_ = 0;
       }
       route_lookups_ = 0;
       route_hits_ = 0;
     }
     const std::uint64_t key = pair_key(src, dst);
-    CachedRoute* set = nullptr;
     if (route_bypass_ == 0) {
-      set = &routes_[cache_set(key, routes_.size())];
-      for (int way = 0; way < 2; ++way) {
-        if (set[way].key == key) {
-          ++route_hits_;
-          return Route{set[way].latency, set[way].bottleneck, set[way].slots, set[way].hops};
-        }
+      if (const CachedRoute* c = routes_.find(key)) {
+        ++route_hits_;
+        return Route{c->latency, c->bottleneck, c->slots, c->hops};
       }
     }
     topology_.route(src, dst, route_);
@@ -610,17 +655,15 @@ class Engine {
       r.latency += link.latency_for(protocol_);
       r.bottleneck = std::min(r.bottleneck, link.bandwidth);
     }
-    const bool cache = set != nullptr && r.hops <= kCachedHops;
+    const bool cache = route_bypass_ == 0 && r.hops <= kCachedHops;
     std::uint32_t* slots;
     if (cache) {
       ++route_inserts_;
-      // The newest route goes to way 0 and the one it displaces to way 1.
-      set[1] = set[0];
-      set[0].key = key;
-      set[0].latency = r.latency;
-      set[0].bottleneck = r.bottleneck;
-      set[0].hops = r.hops;
-      slots = set[0].slots;
+      CachedRoute& c = routes_.insert(key);
+      c.latency = r.latency;
+      c.bottleneck = r.bottleneck;
+      c.hops = r.hops;
+      slots = c.slots;
     } else {
       scratch_slots_.resize(r.hops);
       slots = scratch_slots_.data();
@@ -762,7 +805,6 @@ class Engine {
   // with it): every NVLS transfer is a fan, and asking the topology for its
   // route each time cost a graph walk per message.
   struct SplitGeometry {
-    std::uint64_t key = ~std::uint64_t{0};
     bool in_network = false;  // the route crosses such a switch before its last link
     std::uint32_t hops = 0;
     std::uint32_t into = 0;  // the hop into the first such switch
@@ -776,28 +818,24 @@ class Engine {
   };
   const SplitGeometry& split_geometry(int src, int dst) {
     if (splits_.empty()) splits_.resize(routes_.size());
-    // Grown by its own misses, as routes_ is (routes_ grows it too): an
-    // in-network transfer does not look in routes_.
-    if (++split_lookups_ == kRouteWindow) {
-      if (split_hits_ < kRouteWindow - kRouteWindow / kGrowMisses &&
+    // Grown by its own misses, as routes_ is: an in-network transfer does
+    // not look in routes_.
+    if (++split_lookups_ == kSplitWindow) {
+      if (split_hits_ < kSplitWindow - kSplitWindow / kGrowMisses &&
           split_inserts_ > splits_.size() / 2 && splits_.size() < kMaxRouteCache) {
-        grow_cache(splits_);
+        splits_.grow();
         split_inserts_ = 0;
       }
       split_lookups_ = 0;
       split_hits_ = 0;
     }
     const std::uint64_t key = pair_key(src, dst);
-    SplitGeometry* set = &splits_[cache_set(key, splits_.size())];
-    for (int way = 0; way < 2; ++way) {
-      if (set[way].key == key) {
-        ++split_hits_;
-        return set[way];
-      }
+    if (const SplitGeometry* hit = splits_.find(key)) {
+      ++split_hits_;
+      return *hit;
     }
     topology_.route(src, dst, split_route_);
     SplitGeometry g;
-    g.key = key;
     g.hops = static_cast<std::uint32_t>(split_route_.size());
     std::size_t into = split_route_.size();
     for (std::size_t i = 0; i < split_route_.size(); ++i) {
@@ -831,11 +869,10 @@ class Engine {
       long_split_ = g;
       return long_split_;
     }
-    // The newest goes to way 0 and the one it displaces to way 1.
     ++split_inserts_;
-    set[1] = set[0];
-    set[0] = g;
-    return set[0];
+    SplitGeometry& cached = splits_.insert(key);
+    cached = g;
+    return cached;
   }
 
   std::uint32_t port_slot(LinkId link, double bw) {
@@ -1015,13 +1052,13 @@ class Engine {
   std::vector<std::uint32_t> free_posted_;
   sim_detail::FlatMap<PairChain> chains_;  // by pair_key(dst, src)
   std::vector<LinkId> route_;
-  std::vector<CachedRoute> routes_;
+  PairCache<CachedRoute> routes_;
   std::vector<std::uint32_t> scratch_slots_;  // routes not cached
   const Protocol protocol_;
   const double efficiency_;  // of the protocol on this topology (1 = none)
   std::vector<LinkId> split_route_;
-  std::vector<SplitGeometry> splits_;  // by pair, as routes_; empty until a fan
-  SplitGeometry long_split_;           // a route too long for the cache
+  PairCache<SplitGeometry> splits_;  // by pair, as routes_; empty until a fan
+  SplitGeometry long_split_;         // a route too long for the cache
   std::vector<std::uint32_t> long_split_slots_;
   Split split_;                                    // start_transfer's, kept to reuse its storage
   sim_detail::FlatMap<std::uint32_t> port_slots_;  // in-network port (by link) -> virtual link
