@@ -28,8 +28,9 @@ struct Post {
   // The sender, for both kinds (the receiver keeps the post), with the kind
   // in bit 31 and a reducing receive in bit 30 (ranks are < 2^30).
   std::uint32_t peer_bits;
-  // Lanes, fans and an eager send's transfer (PostExtra), kNil when they are
-  // the defaults: kept aside so that a RankState stays one cache line.
+  // Lanes and fans (PostExtra), kNil when they are the defaults: kept aside
+  // so that a RankState stays one cache line. An eager send already under
+  // way has its Eager record here instead, with kEagerBit.
   std::uint32_t extra;
   int peer() const { return static_cast<int>(peer_bits & 0x3fffffffu); }
   bool is_send() const { return (peer_bits >> 31) != 0; }
@@ -43,13 +44,15 @@ struct Post {
 };
 static_assert(sizeof(Post) == 24, "a RankState must stay one cache line");
 
-// The rarely set parts of a post (Op::lanes, fan_out, fan_in) and, for an
-// eager send already under way, its EagerArrival.
+// Marks an Eager record's index in Post::extra and in a flow's tag (the
+// others are PostExtra and Transfer indices).
+constexpr std::uint32_t kEagerBit = 1u << 31;
+
+// The rarely set parts of a post (Op::lanes, fan_out, fan_in).
 struct PostExtra {
   std::uint16_t lanes = 1;
   std::uint16_t fan_out = 0;
   std::uint16_t fan_in = 0;
-  std::uint32_t transfer = kNil;
 };
 
 // Posts beyond a rank's first, in a pool with a free list, chained per
@@ -104,25 +107,31 @@ struct Transfer {
   bool local = false;  // a rank's local work on a shared host (src == dst)
   // Pipelined endpoints: the receiver sees the data `tail` seconds after the
   // sender has put its last byte out (the route's latency); a reduction
-  // overlaps the transfer from `begin`; `eager` is the EagerArrival of a
-  // send that started before its receive was posted (kNil otherwise).
+  // overlaps the transfer from `begin`.
   double tail = 0;
   double begin = 0;
-  std::uint32_t eager = 0xffffffffu;
-  bool reduced_in_switch = false;
 };
 
-// An eager send's data on its way to (or waiting at) the receiver.
-struct EagerArrival {
+// An eager send (a pipelined sender's: its data leaves when the send is
+// posted) from start to receipt: its transfer in the network, then its data
+// waiting at the receiver, then the matching receive. One record, one cache
+// line: its send's post, its flow's tag and its receive all lead here, and
+// each of them was a separate miss when transfer, post extra and arrival
+// were three records.
+struct alignas(64) Eager {
   double begin = 0;  // when the data started to flow
   double bytes = 0;
+  double tail = 0;  // as Transfer::tail
   double time = 0;  // when it is there, once arrived
+  double receive_time = 0;
+  int src = 0;
+  int dst = 0;
   bool arrived = false;
   bool reduced_in_switch = false;
   bool receive_posted = false;
-  double receive_time = 0;
   bool reduce = false;
 };
+static_assert(sizeof(Eager) == 64, "one cache line per eager send");
 
 class Engine {
  public:
@@ -300,21 +309,25 @@ class Engine {
         transfer = start_transfer(src, dst, static_cast<double>(count) * elem_size_, false, t,
                                   op.lanes, op.fan_out, op.fan_in, /*eager=*/true);
       }
-      if (op.lanes != 1 || op.fan_out != 0 || op.fan_in != 0 || transfer != kNil)
-        mine.extra = new_extra(PostExtra{op.lanes, op.fan_out, op.fan_in, transfer});
+      // The receive of an eager send needs only its Eager record.
+      if (transfer != kNil) {
+        mine.extra = transfer | kEagerBit;
+      } else if (op.lanes != 1 || op.fan_out != 0 || op.fan_in != 0) {
+        mine.extra = new_extra(PostExtra{op.lanes, op.fan_out, op.fan_in});
+      }
       enqueue(dst, mine);
       return;
     }
     check_counts(src, dst, is_send ? count : other.count, is_send ? other.count : count);
+    if (other.extra != kNil && (other.extra & kEagerBit) != 0) {
+      // The receive of an eager send that is under way or has arrived.
+      receive_eager(dst, other.extra & ~kEagerBit, op.combine == Combine::reduce, t);
+      return;
+    }
     PostExtra ox;
     if (other.extra != kNil) {
       ox = extras_[other.extra];
       free_extras_.push_back(other.extra);
-    }
-    if (!is_send && ox.transfer != kNil) {
-      // The receive of an eager send that is under way or has arrived.
-      receive_eager(dst, ox.transfer, op.combine == Combine::reduce, t);
-      return;
     }
     const bool reduce = is_send ? other.reduce() : op.combine == Combine::reduce;
     // Lanes and fans come from whichever side names them (the generators
@@ -416,10 +429,10 @@ class Engine {
   // once if it already is), plus what a reduction that could not keep up
   // with the transfer adds.
   void receive_eager(int dst, std::uint32_t transfer, bool reduce, double t) {
-    EagerArrival& a = arrivals_[transfer];
+    Eager& a = eagers_[transfer];
     if (a.arrived) {
       complete(dst, receive_done(dst, a.begin, a.bytes, a.time, reduce && !a.reduced_in_switch, t));
-      free_arrivals_.push_back(transfer);
+      free_eagers_.push_back(transfer);
       return;
     }
     // Still in flight: the arrival completes the receive.
@@ -681,8 +694,8 @@ class Engine {
   // (EndpointProps::pipelined) put the data out at once and are done when it
   // has left; their receivers see it a route latency later, reduced on the
   // way where their endpoint is pipelined too. A protocol moves
-  // bytes / efficiency on the wire. Eager transfers return their
-  // EagerArrival, others kNil.
+  // bytes / efficiency on the wire. Eager transfers return their Eager
+  // record, others kNil.
   std::uint32_t start_transfer(int src, int dst, double bytes, bool reduce, double start,
                                std::uint16_t lanes = 1, std::uint16_t fan_out = 0,
                                std::uint16_t fan_in = 0, bool eager = false) {
@@ -697,40 +710,51 @@ class Engine {
     const double begin = start + sep.overhead + (pipelined ? 0.0 : r.latency);
     ++result_.messages;
     result_.bytes += bytes;
-    Transfer t{src, dst, bytes, reduce};
-    t.tail = pipelined ? r.latency : 0.0;
-    t.begin = begin;
+    const double tail = pipelined ? r.latency : 0.0;
     // Past the cache of either end, the data costs dram_factor times more.
     double cost_bytes = bytes * std::max(scale(src), scale(dst));
     if (efficiency_ != 1) cost_bytes /= efficiency_;
-    if (in_network && split.reduced_in_switch) {
-      t.reduce = false;
-      t.reduced_in_switch = true;
-    }
+    const bool reduced_in_switch = in_network && split.reduced_in_switch;
+    if (reduced_in_switch) reduce = false;
+    std::uint32_t eager_id = kNil;
     if (eager) {
-      t.eager = new_arrival();
-      EagerArrival& a = arrivals_[t.eager];
+      eager_id = new_eager();
+      Eager& a = eagers_[eager_id];
       a.begin = begin;
       a.bytes = bytes;
-      a.reduced_in_switch = t.reduced_in_switch;
+      a.tail = tail;
+      a.src = src;
+      a.dst = dst;
+      a.reduced_in_switch = reduced_in_switch;
     }
-    const std::uint32_t eager_id = t.eager;
+    const auto transfer = [&] {
+      Transfer t{src, dst, bytes, reduce};
+      t.tail = tail;
+      t.begin = begin;
+      return t;
+    };
     if (!network_ || bytes == 0) {
       const double rate = (in_network ? split.alone_level : r.bottleneck) * lanes;
       const double done = bytes == 0 ? begin : begin + cost_bytes / rate;
-      finish_transfer(t, done);
+      if (eager) {
+        finish_eager(eager_id, done);
+      } else {
+        finish_transfer(transfer(), done);
+      }
       return eager_id;
     }
+    // An eager flow's tag is its Eager record: it needs no Transfer.
+    const std::uint32_t tag = eager ? eager_id | kEagerBit : new_transfer(transfer());
     if (!in_network && lanes == 1) {
-      network_->add(begin, r.slots, r.hops, cost_bytes, new_transfer(t));
+      network_->add(begin, r.slots, r.hops, cost_bytes, tag);
       return eager_id;
     }
     // The general form: per-hop coefficients (in-network fans) and lanes.
     if (in_network) {
       network_->add(begin, split.slots.data(), static_cast<std::uint32_t>(split.slots.size()),
-                    cost_bytes, new_transfer(t), lanes, split.coeff.data());
+                    cost_bytes, tag, lanes, split.coeff.data());
     } else {
-      network_->add(begin, r.slots, r.hops, cost_bytes, new_transfer(t), lanes);
+      network_->add(begin, r.slots, r.hops, cost_bytes, tag, lanes);
     }
     return eager_id;
   }
@@ -746,15 +770,16 @@ class Engine {
     return static_cast<std::uint32_t>(extras_.size() - 1);
   }
 
-  std::uint32_t new_arrival() {
-    if (!free_arrivals_.empty()) {
-      const std::uint32_t id = free_arrivals_.back();
-      free_arrivals_.pop_back();
-      arrivals_[id] = EagerArrival{};
+  std::uint32_t new_eager() {
+    if (!free_eagers_.empty()) {
+      const std::uint32_t id = free_eagers_.back();
+      free_eagers_.pop_back();
+      eagers_[id] = Eager{};
       return id;
     }
-    arrivals_.emplace_back();
-    return static_cast<std::uint32_t>(arrivals_.size() - 1);
+    if (eagers_.size() >= kEagerBit) throw Error("more than 2^31 eager sends in flight at once");
+    eagers_.emplace_back();
+    return static_cast<std::uint32_t>(eagers_.size() - 1);
   }
 
   // A transfer that is one of `fan` through a switch that multicasts and
@@ -889,6 +914,7 @@ class Engine {
       tag = free_transfers_.back();
       free_transfers_.pop_back();
     } else {
+      if (transfers_.size() >= kEagerBit) throw Error("more than 2^31 transfers in flight at once");
       tag = static_cast<std::uint32_t>(transfers_.size());
       transfers_.emplace_back();
     }
@@ -903,17 +929,6 @@ class Engine {
     }
     complete(t.src, done);
     const double seen = done + t.tail;
-    if (t.eager != kNil) {
-      EagerArrival& a = arrivals_[t.eager];
-      a.time = seen;
-      a.arrived = true;
-      if (a.receive_posted) {
-        complete(t.dst, receive_done(t.dst, a.begin, a.bytes, seen,
-                                     a.reduce && !a.reduced_in_switch, a.receive_time));
-        free_arrivals_.push_back(t.eager);
-      }
-      return;
-    }
     if (t.reduce && shares_host(t.dst) && !topology_.endpoint(t.dst).pipelined) {
       // On a shared host the reduction is local work after the step's
       // communication, run as a flow with the rest of it.
@@ -922,6 +937,20 @@ class Engine {
       return;
     }
     complete(t.dst, receive_done(t.dst, t.begin, t.bytes, seen, t.reduce, seen));
+  }
+
+  // The flow of eager send `id` has put its last byte out at `done`.
+  void finish_eager(std::uint32_t id, double done) {
+    Eager& a = eagers_[id];
+    complete(a.src, done);
+    const double seen = done + a.tail;
+    a.time = seen;
+    a.arrived = true;
+    if (a.receive_posted) {
+      complete(a.dst, receive_done(a.dst, a.begin, a.bytes, seen, a.reduce && !a.reduced_in_switch,
+                                   a.receive_time));
+      free_eagers_.push_back(id);
+    }
   }
 
   // An op of the rank's current step completes at `time` (which may lie
@@ -961,6 +990,10 @@ class Engine {
         completed_.clear();
         net.pop_at(now, completed_);
         for (std::uint32_t tag : completed_) {
+          if ((tag & kEagerBit) != 0) {
+            finish_eager(tag & ~kEagerBit, now);
+            continue;
+          }
           const Transfer t = transfers_[tag];
           free_transfers_.push_back(tag);
           finish_transfer(t, now);
@@ -1065,8 +1098,8 @@ class Engine {
   std::vector<char> pipelined_;                    // per rank: EndpointProps::pipelined
   std::vector<PostExtra> extras_;
   std::vector<std::uint32_t> free_extras_;
-  std::vector<EagerArrival> arrivals_;
-  std::vector<std::uint32_t> free_arrivals_;
+  std::vector<Eager> eagers_;
+  std::vector<std::uint32_t> free_eagers_;
   std::uint32_t route_lookups_ = 0;
   std::uint32_t route_hits_ = 0;
   std::uint32_t route_bypass_ = 0;  // windows left without the cache
