@@ -63,7 +63,8 @@ struct Posted {
 };
 
 // The waiting posts of one ordered pair beyond a rank's first: head and tail
-// in the Posted pool.
+// nodes. A node is a Posted index, or with kEagerBit an Eager record's (an
+// eager send chains through its own record, see Eager::next).
 struct PairChain {
   std::uint32_t head;
   std::uint32_t tail;
@@ -124,6 +125,11 @@ struct alignas(64) Eager {
   double tail = 0;  // as Transfer::tail
   double time = 0;  // when it is there, once arrived
   double receive_time = 0;
+  // While the send waits in its pair's chain (indexed mode): its post's
+  // count and the next node of the chain, so that a receive taking it from
+  // the chain reads this line only, not a Posted node as well.
+  std::int64_t count = 0;
+  std::uint32_t next = kNil;
   int src = 0;
   int dst = 0;
   bool arrived = false;
@@ -372,17 +378,41 @@ class Engine {
     return idx;
   }
 
-  // Appends pooled post `idx` to the chain of its pair at receiver `dst`.
-  void chain(int dst, std::uint32_t idx) {
-    posted_[idx].next = kNil;
+  // A chain node's link to the next (PairChain).
+  std::uint32_t& next_of(std::uint32_t node) {
+    return (node & kEagerBit) != 0 ? eagers_[node & ~kEagerBit].next : posted_[node].next;
+  }
+  // The post a chain node stands for (an eager send's as posted, but for
+  // its time, which nothing reads once the send is under way).
+  Post post_of(std::uint32_t node) const {
+    if ((node & kEagerBit) == 0) return posted_[node].post;
+    const Eager& e = eagers_[node & ~kEagerBit];
+    Post p = Post::make(0, e.count, e.src, true, false);
+    p.extra = node;
+    return p;
+  }
+
+  // Appends chain node `node` (from `peer`) to the chain of its pair at
+  // receiver `dst`.
+  void chain(int dst, int peer, std::uint32_t node) {
+    next_of(node) = kNil;
     bool fresh = false;
-    PairChain& c = chains_.insert(pair_key(dst, posted_[idx].post.peer()), fresh);
+    PairChain& c = chains_.insert(pair_key(dst, peer), fresh);
     if (fresh) {
-      c = PairChain{idx, idx};
+      c = PairChain{node, node};
     } else {
-      posted_[c.tail].next = idx;
-      c.tail = idx;
+      next_of(c.tail) = node;
+      c.tail = node;
     }
+  }
+  // Chains a new post: an eager send as its Eager record, others pooled.
+  void chain_new(int dst, const Post& mine) {
+    if (mine.extra != kNil && (mine.extra & kEagerBit) != 0) {
+      eagers_[mine.extra & ~kEagerBit].count = mine.count;
+      chain(dst, mine.peer(), mine.extra);
+      return;
+    }
+    chain(dst, mine.peer(), new_posted(mine));
   }
 
   // Appends a post to the receiver's waiting posts. Each pair stays FIFO in
@@ -392,7 +422,7 @@ class Engine {
   void enqueue(int dst, const Post& mine) {
     RankState& receiver = ranks_[dst];
     if (receiver.indexed) {
-      chain(dst, new_posted(mine));
+      chain_new(dst, mine);
       ++receiver.more_head;
       return;
     }
@@ -405,10 +435,10 @@ class Engine {
       std::uint32_t i = receiver.more_head;
       while (i != kNil) {
         const std::uint32_t next = posted_[i].next;
-        chain(dst, i);
+        chain(dst, posted_[i].post.peer(), i);
         i = next;
       }
-      chain(dst, new_posted(mine));
+      chain_new(dst, mine);
       receiver.indexed = true;
       receiver.more_head = receiver.listed + 1u;
       receiver.more_tail = kNil;
@@ -506,15 +536,17 @@ class Engine {
     const std::uint64_t key = pair_key(dst, src);
     PairChain* c = chains_.find(key);
     if (c == nullptr) return false;
-    const std::uint32_t idx = c->head;
-    if (posted_[idx].post.is_send() == is_send) return false;
-    out = posted_[idx].post;
-    if (posted_[idx].next == kNil) {
+    const std::uint32_t node = c->head;
+    const Post head = post_of(node);
+    if (head.is_send() == is_send) return false;
+    out = head;
+    const std::uint32_t next = next_of(node);
+    if (next == kNil) {
       chains_.erase(key);
     } else {
-      c->head = posted_[idx].next;
+      c->head = next;
     }
-    free_posted_.push_back(idx);
+    if ((node & kEagerBit) == 0) free_posted_.push_back(node);
     if (--receiver.more_head == 0) {
       receiver.indexed = false;
       receiver.more_head = kNil;
@@ -1043,8 +1075,9 @@ class Engine {
         add(dst, posted_[i].post);
     }
     chains_.for_each([&](std::uint64_t key, const PairChain& chain) {
-      for (std::uint32_t i = chain.head; i != kNil; i = posted_[i].next)
-        add(static_cast<int>(key >> 32), posted_[i].post);
+      for (std::uint32_t i = chain.head; i != kNil;
+           i = (i & kEagerBit) != 0 ? eagers_[i & ~kEagerBit].next : posted_[i].next)
+        add(static_cast<int>(key >> 32), post_of(i));
     });
     // Stable, on a key that separates every pair and side: the chains come
     // out of a hash table, and the message must not depend on its order.
