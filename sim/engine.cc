@@ -838,7 +838,10 @@ class Engine {
     // The narrowest link over c on each side (division by c > 0 keeps the
     // order, so this is the smallest bw / c hop by hop), and the switch's
     // in-network rate on the port the data enters and the one it leaves by.
-    out.alone_level = std::min({g.up_bw / up, g.down_bw / down, g.port_bw / up, g.port_bw / down});
+    // Only alpha_beta times a transfer by its rate alone.
+    if (!network_)
+      out.alone_level =
+          std::min({g.up_bw / up, g.down_bw / down, g.port_bw / up, g.port_bw / down});
     out.latency = g.latency;
     out.slots.clear();
     out.coeff.clear();
@@ -860,18 +863,19 @@ class Engine {
   // What split_route needs of a pair's route, whatever the fans, kept in a
   // set-associative cache like routes_ (allocated on the first fan, grown
   // with it): every NVLS transfer is a fan, and asking the topology for its
-  // route each time cost a graph walk per message.
-  struct SplitGeometry {
+  // route each time cost a graph walk per message. What the flow model
+  // reads comes first, so that a route of up to 8 hops needs one line.
+  struct alignas(64) SplitGeometry {
     bool in_network = false;  // the route crosses such a switch before its last link
     std::uint32_t hops = 0;
     std::uint32_t into = 0;  // the hop into the first such switch
-    double up_bw = 0;        // narrowest link of hops 0..into
-    double down_bw = 0;      // narrowest link of the hops after it
-    double port_bw = 0;      // the switch's in-network rate per port
     double latency = 0;      // sum of the links' latencies, in route order as route() sums
     // Flow model: the link slots of the hops, then the entry and exit ports'
     // (in long_split_slots_ for a route of more than kCachedHops, not cached).
     std::uint32_t slots[kCachedHops + 2];
+    double up_bw = 0;    // narrowest link of hops 0..into
+    double down_bw = 0;  // narrowest link of the hops after it
+    double port_bw = 0;  // the switch's in-network rate per port
   };
   const SplitGeometry& split_geometry(int src, int dst) {
     if (splits_.empty()) splits_.resize(routes_.size());
