@@ -1,7 +1,10 @@
 #include "sim/engine.h"
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -156,8 +159,7 @@ class Engine {
     if (options_.rank_times) result_.rank_times.assign(static_cast<std::size_t>(p_), 0.0);
     init_cache_scale();
     init_shared_hosts();
-    pipelined_.resize(static_cast<std::size_t>(p_));
-    for (int r = 0; r < p_; ++r) pipelined_[r] = topology_.endpoint(r).pipelined;
+    init_endpoint_costs();
   }
 
   SimResult run() {
@@ -237,13 +239,43 @@ class Engine {
     }
   }
 
+  // What the engine reads of a rank's endpoint per message, kept here:
+  // Topology::endpoint() is a virtual call that copies all of EndpointProps
+  // (it was 3% of an NVLS run, called four times per message). Distinct
+  // values once each, and per rank an index (none while all ranks share one).
+  struct EndpointCosts {
+    double overhead;
+    double reduce_bw;
+    double copy_bw;
+  };
+  void init_endpoint_costs() {
+    pipelined_.resize(static_cast<std::size_t>(p_));
+    std::map<std::array<std::uint64_t, 3>, std::uint32_t> index;
+    std::vector<std::uint32_t> of(static_cast<std::size_t>(p_));
+    for (int r = 0; r < p_; ++r) {
+      const EndpointProps ep = topology_.endpoint(r);
+      pipelined_[static_cast<std::size_t>(r)] = ep.pipelined;
+      const EndpointCosts c{ep.overhead, ep.reduce_bw, ep.copy_bw};
+      std::array<std::uint64_t, 3> bits;
+      std::memcpy(bits.data(), &c, sizeof c);
+      const auto [it, fresh] = index.emplace(bits, static_cast<std::uint32_t>(costs_.size()));
+      if (fresh) costs_.push_back(c);
+      of[static_cast<std::size_t>(r)] = it->second;
+    }
+    if (costs_.size() > 1) cost_of_ = std::move(of);
+  }
+  const EndpointCosts& costs(int rank) const {
+    return cost_of_.empty() ? costs_[0] : costs_[cost_of_[static_cast<std::size_t>(rank)]];
+  }
+  bool pipelined(int rank) const { return pipelined_[static_cast<std::size_t>(rank)] != 0; }
+
   double reduce_time(int rank, double bytes) const {
-    const double bw = topology_.endpoint(rank).reduce_bw;
+    const double bw = costs(rank).reduce_bw;
     return bw > 0 ? bytes * scale(rank) / bw : 0.0;
   }
 
   double copy_time(int rank, double bytes) const {
-    const double bw = topology_.endpoint(rank).copy_bw;
+    const double bw = costs(rank).copy_bw;
     return bw > 0 ? bytes * scale(rank) / bw : 0.0;
   }
 
@@ -311,7 +343,7 @@ class Engine {
       std::uint32_t transfer = kNil;
       // An eager sender (a pipelined endpoint: NCCL's FIFO) does not wait
       // for the receive: its data leaves now and waits at the receiver.
-      if (is_send && topology_.endpoint(src).pipelined) {
+      if (is_send && pipelined(src)) {
         transfer = start_transfer(src, dst, static_cast<double>(count) * elem_size_, false, t,
                                   op.lanes, op.fan_out, op.fan_in, /*eager=*/true);
       }
@@ -341,7 +373,7 @@ class Engine {
     const std::uint16_t lanes = std::max(op.lanes, ox.lanes);
     const std::uint16_t fan_out = is_send ? op.fan_out : ox.fan_out;
     const std::uint16_t fan_in = std::max(op.fan_in, ox.fan_in);
-    if (topology_.endpoint(src).pipelined) {
+    if (pipelined(src)) {
       // Eager even though the receive was posted first (engines may post
       // out of time order): the data leaves when the send is posted, and
       // the receive is done when both the data and the receive are there.
@@ -479,7 +511,7 @@ class Engine {
     double done = std::max(seen, posted);
     if (!reduce) return done;
     const double work = reduce_time(dst, bytes);
-    if (topology_.endpoint(dst).pipelined) return std::max(done, begin + work);
+    if (pipelined(dst)) return std::max(done, begin + work);
     return done + work;
   }
   // Removes from the receiver's waiting posts the oldest one from `src` on
@@ -744,9 +776,8 @@ class Engine {
     Split& split = split_;
     const bool in_network = fan && split_route(src, dst, fan_out, fan_in, split);
     const Route r = in_network ? Route{split.latency, 0, nullptr, 0} : route(src, dst);
-    const EndpointProps sep = topology_.endpoint(src);
-    const bool pipelined = sep.pipelined;
-    const double begin = start + sep.overhead + (pipelined ? 0.0 : r.latency);
+    const bool pipelined = this->pipelined(src);
+    const double begin = start + costs(src).overhead + (pipelined ? 0.0 : r.latency);
     ++result_.messages;
     result_.bytes += bytes;
     const double tail = pipelined ? r.latency : 0.0;
@@ -972,7 +1003,7 @@ class Engine {
     }
     complete(t.src, done);
     const double seen = done + t.tail;
-    if (t.reduce && shares_host(t.dst) && !topology_.endpoint(t.dst).pipelined) {
+    if (t.reduce && shares_host(t.dst) && !pipelined(t.dst)) {
       // On a shared host the reduction is local work after the step's
       // communication, run as a flow with the rest of it.
       ranks_[t.dst].local += reduce_time(t.dst, t.bytes);
@@ -1140,6 +1171,8 @@ class Engine {
   Split split_;                                    // start_transfer's, kept to reuse its storage
   sim_detail::FlatMap<std::uint32_t> port_slots_;  // in-network port (by link) -> virtual link
   std::vector<char> pipelined_;                    // per rank: EndpointProps::pipelined
+  std::vector<EndpointCosts> costs_;               // distinct, in rank order of first use
+  std::vector<std::uint32_t> cost_of_;             // per rank, into costs_; empty = costs_[0]
   std::vector<PostExtra> extras_;
   std::vector<std::uint32_t> free_extras_;
   std::vector<Eager> eagers_;
