@@ -821,8 +821,7 @@ class Engine {
     }
     // The general form: per-hop coefficients (in-network fans) and lanes.
     if (in_network) {
-      network_->add(begin, split.slots.data(), static_cast<std::uint32_t>(split.slots.size()),
-                    cost_bytes, tag, lanes, split.coeff.data());
+      network_->add(begin, split.slots, split.count, cost_bytes, tag, lanes, split.coeff.data());
     } else {
       network_->add(begin, r.slots, r.hops, cost_bytes, tag, lanes);
     }
@@ -862,10 +861,13 @@ class Engine {
   // virtual link per port and direction). False when the route crosses no
   // such switch: the transfer is then an ordinary one.
   struct Split {
-    std::vector<std::uint32_t> slots;
-    std::vector<double> coeff;
-    double alone_level = 0;  // the flow's rate alone (alpha_beta)
-    double latency = 0;      // the route's, as route() gives it
+    // The hops' link slots, then the entry and exit ports' (the geometry's
+    // own array, valid until the next split_geometry()).
+    const std::uint32_t* slots = nullptr;
+    std::uint32_t count = 0;
+    std::vector<double> coeff;  // per slot
+    double alone_level = 0;     // the flow's rate alone (alpha_beta)
+    double latency = 0;         // the route's, as route() gives it
     bool reduced_in_switch = false;
   };
   bool split_route(int src, int dst, std::uint16_t send_fan, std::uint16_t recv_fan, Split& out) {
@@ -881,18 +883,14 @@ class Engine {
       out.alone_level =
           std::min({g.up_bw / up, g.down_bw / down, g.port_bw / up, g.port_bw / down});
     out.latency = g.latency;
-    out.slots.clear();
-    out.coeff.clear();
     if (network_) {
-      const std::uint32_t* slots = g.hops <= kCachedHops ? g.slots : long_split_slots_.data();
-      for (std::uint32_t i = 0; i < g.hops; ++i) {
-        out.slots.push_back(slots[i]);
-        out.coeff.push_back(i <= g.into ? up : down);
-      }
-      out.slots.push_back(slots[g.hops]);
-      out.coeff.push_back(up);
-      out.slots.push_back(slots[g.hops + 1]);
-      out.coeff.push_back(down);
+      out.slots = g.hops <= kCachedHops ? g.slots : long_split_slots_.data();
+      out.count = g.hops + 2;
+      if (out.coeff.size() < out.count) out.coeff.resize(out.count);
+      double* coeff = out.coeff.data();
+      for (std::uint32_t i = 0; i < g.hops; ++i) coeff[i] = i <= g.into ? up : down;
+      coeff[g.hops] = up;
+      coeff[g.hops + 1] = down;
     }
     out.reduced_in_switch = recv_fan >= 2;
     return true;
@@ -1052,6 +1050,15 @@ class Engine {
     }
   }
 
+  static constexpr std::size_t kPrefetch = 8;
+  void prefetch_record(std::uint32_t tag) const {
+    if ((tag & kEagerBit) != 0) {
+      __builtin_prefetch(&eagers_[tag & ~kEagerBit]);
+    } else {
+      __builtin_prefetch(&transfers_[tag]);
+    }
+  }
+
   // Event loop of the flow model. All events at one instant are applied
   // before rates are recomputed once, including flows that ranks released by
   // those events start at the same instant.
@@ -1063,7 +1070,12 @@ class Engine {
       do {
         completed_.clear();
         net.pop_at(now, completed_);
-        for (std::uint32_t tag : completed_) {
+        // The record of the flow kPrefetch ahead is fetched while this one
+        // is finished, rather than one miss at a time.
+        const std::size_t n = completed_.size();
+        for (std::size_t i = 0; i < n; ++i) {
+          if (i + kPrefetch < n) prefetch_record(completed_[i + kPrefetch]);
+          const std::uint32_t tag = completed_[i];
           if ((tag & kEagerBit) != 0) {
             finish_eager(tag & ~kEagerBit, now);
             continue;
