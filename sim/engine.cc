@@ -897,10 +897,10 @@ class Engine {
   }
 
   // What split_route needs of a pair's route, whatever the fans, kept in a
-  // set-associative cache like routes_ (allocated on the first fan, grown
-  // with it): every NVLS transfer is a fan, and asking the topology for its
-  // route each time cost a graph walk per message. What the flow model
-  // reads comes first, so that a route of up to 8 hops needs one line.
+  // set-associative cache like routes_ (allocated on the first fan at
+  // routes_'s size, grown by its own misses): every NVLS transfer is a fan, and asking the topology
+  // for its route each time cost a graph walk per message. What the flow model reads comes first,
+  // so that a route of up to 8 hops needs one line.
   struct alignas(64) SplitGeometry {
     bool in_network = false;  // the route crosses such a switch before its last link
     std::uint32_t hops = 0;
