@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -31,8 +32,9 @@ struct Post {
   // The sender, for both kinds (the receiver keeps the post), with the kind
   // in bit 31 and a reducing receive in bit 30 (ranks are < 2^30).
   std::uint32_t peer_bits;
-  // Lanes, fans and an eager send's transfer (PostExtra), kNil when they are
-  // the defaults: kept aside so that a RankState stays one cache line.
+  // Lanes and fans (PostExtra), kNil when they are the defaults: kept aside
+  // so that a RankState stays one cache line. An eager send already under
+  // way has its Eager record here instead, with kEagerBit.
   std::uint32_t extra;
   int peer() const { return static_cast<int>(peer_bits & 0x3fffffffu); }
   bool is_send() const { return (peer_bits >> 31) != 0; }
@@ -46,15 +48,17 @@ struct Post {
 };
 static_assert(sizeof(Post) == 24, "a RankState must stay one cache line");
 
-// The rarely set parts of a post (Op::lanes, fan_out, fan_in) and, for an
-// eager send already under way, its EagerArrival.
+// Marks an Eager record's index in Post::extra and in a flow's tag (the
+// others are PostExtra and Transfer indices).
+constexpr std::uint32_t kEagerBit = 1u << 31;
+
+// The rarely set parts of a post (Op::lanes, fan_out, fan_in).
 struct PostExtra {
   std::uint16_t lanes = 1;
   std::uint16_t fan_out = 0;
   std::uint16_t fan_in = 0;
   bool dirty =
       false;  // a send of data its rank wrote during the call (EndpointProps::dirty_factor)
-  std::uint32_t transfer = kNil;
 };
 
 // Element ranges of one buffer, disjoint and merged: what a rank wrote
@@ -104,7 +108,8 @@ struct Posted {
 };
 
 // The waiting posts of one ordered pair beyond a rank's first: head and tail
-// in the Posted pool.
+// nodes. A node is a Posted index, or with kEagerBit an Eager record's (an
+// eager send chains through its own record, see Eager::next).
 struct PairChain {
   std::uint32_t head;
   std::uint32_t tail;
@@ -148,25 +153,36 @@ struct Transfer {
   bool local = false;  // a rank's local work on a shared host (src == dst)
   // Pipelined endpoints: the receiver sees the data `tail` seconds after the
   // sender has put its last byte out (the route's latency); a reduction
-  // overlaps the transfer from `begin`; `eager` is the EagerArrival of a
-  // send that started before its receive was posted (kNil otherwise).
+  // overlaps the transfer from `begin`.
   double tail = 0;
   double begin = 0;
-  std::uint32_t eager = 0xffffffffu;
-  bool reduced_in_switch = false;
 };
 
-// An eager send's data on its way to (or waiting at) the receiver.
-struct EagerArrival {
+// An eager send (a pipelined sender's: its data leaves when the send is
+// posted) from start to receipt: its transfer in the network, then its data
+// waiting at the receiver, then the matching receive. One record, one cache
+// line: its send's post, its flow's tag and its receive all lead here, and
+// each of them was a separate miss when transfer, post extra and arrival
+// were three records.
+struct alignas(64) Eager {
   double begin = 0;  // when the data started to flow
   double bytes = 0;
+  double tail = 0;  // as Transfer::tail
   double time = 0;  // when it is there, once arrived
+  double receive_time = 0;
+  // While the send waits in its pair's chain (indexed mode): its post's
+  // count and the next node of the chain, so that a receive taking it from
+  // the chain reads this line only, not a Posted node as well.
+  std::int64_t count = 0;
+  std::uint32_t next = kNil;
+  int src = 0;
+  int dst = 0;
   bool arrived = false;
   bool reduced_in_switch = false;
   bool receive_posted = false;
-  double receive_time = 0;
   bool reduce = false;
 };
+static_assert(sizeof(Eager) == 64, "one cache line per eager send");
 
 class Engine {
  public:
@@ -177,16 +193,15 @@ class Engine {
         p_(schedule.ranks()),
         elem_size_(schedule.spec().elem_size),
         ranks_(static_cast<std::size_t>(p_)),
-        routes_(route_cache_size(p_)),
         protocol_(schedule.spec().protocol != Protocol::none ? schedule.spec().protocol
                                                              : topology.default_protocol),
         efficiency_(topology.protocol(protocol_).efficiency) {
+    routes_.resize(route_cache_size(p_));
     if (options_.model == NetModel::flow) network_.emplace(topology_);
     if (options_.rank_times) result_.rank_times.assign(static_cast<std::size_t>(p_), 0.0);
     init_cache_scale();
     init_shared_hosts();
-    pipelined_.resize(static_cast<std::size_t>(p_));
-    for (int r = 0; r < p_; ++r) pipelined_[r] = topology_.endpoint(r).pipelined;
+    init_endpoint_costs();
     for (int r = 0; r < p_ && written_.empty(); ++r)
       if (topology_.endpoint(r).dirty_factor != 1) written_.resize(static_cast<std::size_t>(p_));
   }
@@ -298,13 +313,43 @@ class Engine {
     }
   }
 
+  // What the engine reads of a rank's endpoint per message, kept here:
+  // Topology::endpoint() is a virtual call that copies all of EndpointProps
+  // (it was 3% of an NVLS run, called four times per message). Distinct
+  // values once each, and per rank an index (none while all ranks share one).
+  struct EndpointCosts {
+    double overhead;
+    double reduce_bw;
+    double copy_bw;
+  };
+  void init_endpoint_costs() {
+    pipelined_.resize(static_cast<std::size_t>(p_));
+    std::map<std::array<std::uint64_t, 3>, std::uint32_t> index;
+    std::vector<std::uint32_t> of(static_cast<std::size_t>(p_));
+    for (int r = 0; r < p_; ++r) {
+      const EndpointProps ep = topology_.endpoint(r);
+      pipelined_[static_cast<std::size_t>(r)] = ep.pipelined;
+      const EndpointCosts c{ep.overhead, ep.reduce_bw, ep.copy_bw};
+      std::array<std::uint64_t, 3> bits;
+      std::memcpy(bits.data(), &c, sizeof c);
+      const auto [it, fresh] = index.emplace(bits, static_cast<std::uint32_t>(costs_.size()));
+      if (fresh) costs_.push_back(c);
+      of[static_cast<std::size_t>(r)] = it->second;
+    }
+    if (costs_.size() > 1) cost_of_ = std::move(of);
+  }
+  const EndpointCosts& costs(int rank) const {
+    return cost_of_.empty() ? costs_[0] : costs_[cost_of_[static_cast<std::size_t>(rank)]];
+  }
+  bool pipelined(int rank) const { return pipelined_[static_cast<std::size_t>(rank)] != 0; }
+
   double reduce_time(int rank, double bytes) const {
-    const double bw = topology_.endpoint(rank).reduce_bw;
+    const double bw = costs(rank).reduce_bw;
     return bw > 0 ? bytes * scale(rank) / bw : 0.0;
   }
 
   double copy_time(int rank, double bytes) const {
-    const double bw = topology_.endpoint(rank).copy_bw;
+    const double bw = costs(rank).copy_bw;
     return bw > 0 ? bytes * scale(rank) / bw : 0.0;
   }
 
@@ -373,25 +418,30 @@ class Engine {
       std::uint32_t transfer = kNil;
       // An eager sender (a pipelined endpoint: NCCL's FIFO) does not wait
       // for the receive: its data leaves now and waits at the receiver.
-      if (is_send && topology_.endpoint(src).pipelined) {
+      if (is_send && pipelined(src)) {
         transfer = start_transfer(src, dst, static_cast<double>(count) * elem_size_, false, t,
                                   op.lanes, op.fan_out, op.fan_in, /*eager=*/true, my_dirty);
       }
-      if (op.lanes != 1 || op.fan_out != 0 || op.fan_in != 0 || transfer != kNil || my_dirty)
-        mine.extra = new_extra(PostExtra{op.lanes, op.fan_out, op.fan_in, my_dirty, transfer});
+      // The receive of an eager send needs only its Eager record (its cost,
+      // written data included, is set).
+      if (transfer != kNil) {
+        mine.extra = transfer | kEagerBit;
+      } else if (op.lanes != 1 || op.fan_out != 0 || op.fan_in != 0 || my_dirty) {
+        mine.extra = new_extra(PostExtra{op.lanes, op.fan_out, op.fan_in, my_dirty});
+      }
       enqueue(dst, mine);
       return;
     }
     check_counts(src, dst, is_send ? count : other.count, is_send ? other.count : count);
+    if (other.extra != kNil && (other.extra & kEagerBit) != 0) {
+      // The receive of an eager send that is under way or has arrived.
+      receive_eager(dst, other.extra & ~kEagerBit, op.combine == Combine::reduce, t);
+      return;
+    }
     PostExtra ox;
     if (other.extra != kNil) {
       ox = extras_[other.extra];
       free_extras_.push_back(other.extra);
-    }
-    if (!is_send && ox.transfer != kNil) {
-      // The receive of an eager send that is under way or has arrived.
-      receive_eager(dst, ox.transfer, op.combine == Combine::reduce, t);
-      return;
     }
     const bool reduce = is_send ? other.reduce() : op.combine == Combine::reduce;
     // Lanes and fans come from whichever side names them (the generators
@@ -400,7 +450,7 @@ class Engine {
     const std::uint16_t fan_out = is_send ? op.fan_out : ox.fan_out;
     const std::uint16_t fan_in = std::max(op.fan_in, ox.fan_in);
     const bool dirty = is_send ? my_dirty : ox.dirty;
-    if (topology_.endpoint(src).pipelined) {
+    if (pipelined(src)) {
       // Eager even though the receive was posted first (engines may post
       // out of time order): the data leaves when the send is posted, and
       // the receive is done when both the data and the receive are there.
@@ -437,17 +487,41 @@ class Engine {
     return idx;
   }
 
-  // Appends pooled post `idx` to the chain of its pair at receiver `dst`.
-  void chain(int dst, std::uint32_t idx) {
-    posted_[idx].next = kNil;
+  // A chain node's link to the next (PairChain).
+  std::uint32_t& next_of(std::uint32_t node) {
+    return (node & kEagerBit) != 0 ? eagers_[node & ~kEagerBit].next : posted_[node].next;
+  }
+  // The post a chain node stands for (an eager send's as posted, but for
+  // its time, which nothing reads once the send is under way).
+  Post post_of(std::uint32_t node) const {
+    if ((node & kEagerBit) == 0) return posted_[node].post;
+    const Eager& e = eagers_[node & ~kEagerBit];
+    Post p = Post::make(0, e.count, e.src, true, false);
+    p.extra = node;
+    return p;
+  }
+
+  // Appends chain node `node` (from `peer`) to the chain of its pair at
+  // receiver `dst`.
+  void chain(int dst, int peer, std::uint32_t node) {
+    next_of(node) = kNil;
     bool fresh = false;
-    PairChain& c = chains_.insert(pair_key(dst, posted_[idx].post.peer()), fresh);
+    PairChain& c = chains_.insert(pair_key(dst, peer), fresh);
     if (fresh) {
-      c = PairChain{idx, idx};
+      c = PairChain{node, node};
     } else {
-      posted_[c.tail].next = idx;
-      c.tail = idx;
+      next_of(c.tail) = node;
+      c.tail = node;
     }
+  }
+  // Chains a new post: an eager send as its Eager record, others pooled.
+  void chain_new(int dst, const Post& mine) {
+    if (mine.extra != kNil && (mine.extra & kEagerBit) != 0) {
+      eagers_[mine.extra & ~kEagerBit].count = mine.count;
+      chain(dst, mine.peer(), mine.extra);
+      return;
+    }
+    chain(dst, mine.peer(), new_posted(mine));
   }
 
   // Appends a post to the receiver's waiting posts. Each pair stays FIFO in
@@ -457,7 +531,7 @@ class Engine {
   void enqueue(int dst, const Post& mine) {
     RankState& receiver = ranks_[dst];
     if (receiver.indexed) {
-      chain(dst, new_posted(mine));
+      chain_new(dst, mine);
       ++receiver.more_head;
       return;
     }
@@ -470,10 +544,10 @@ class Engine {
       std::uint32_t i = receiver.more_head;
       while (i != kNil) {
         const std::uint32_t next = posted_[i].next;
-        chain(dst, i);
+        chain(dst, posted_[i].post.peer(), i);
         i = next;
       }
-      chain(dst, new_posted(mine));
+      chain_new(dst, mine);
       receiver.indexed = true;
       receiver.more_head = receiver.listed + 1u;
       receiver.more_tail = kNil;
@@ -494,10 +568,10 @@ class Engine {
   // once if it already is), plus what a reduction that could not keep up
   // with the transfer adds.
   void receive_eager(int dst, std::uint32_t transfer, bool reduce, double t) {
-    EagerArrival& a = arrivals_[transfer];
+    Eager& a = eagers_[transfer];
     if (a.arrived) {
       complete(dst, receive_done(dst, a.begin, a.bytes, a.time, reduce && !a.reduced_in_switch, t));
-      free_arrivals_.push_back(transfer);
+      free_eagers_.push_back(transfer);
       return;
     }
     // Still in flight: the arrival completes the receive.
@@ -514,7 +588,7 @@ class Engine {
     double done = std::max(seen, posted);
     if (!reduce) return done;
     const double work = reduce_time(dst, bytes);
-    if (topology_.endpoint(dst).pipelined) return std::max(done, begin + work);
+    if (pipelined(dst)) return std::max(done, begin + work);
     return done + work;
   }
   // Removes from the receiver's waiting posts the oldest one from `src` on
@@ -571,15 +645,17 @@ class Engine {
     const std::uint64_t key = pair_key(dst, src);
     PairChain* c = chains_.find(key);
     if (c == nullptr) return false;
-    const std::uint32_t idx = c->head;
-    if (posted_[idx].post.is_send() == is_send) return false;
-    out = posted_[idx].post;
-    if (posted_[idx].next == kNil) {
+    const std::uint32_t node = c->head;
+    const Post head = post_of(node);
+    if (head.is_send() == is_send) return false;
+    out = head;
+    const std::uint32_t next = next_of(node);
+    if (next == kNil) {
       chains_.erase(key);
     } else {
-      c->head = posted_[idx].next;
+      c->head = next;
     }
-    free_posted_.push_back(idx);
+    if ((node & kEagerBit) == 0) free_posted_.push_back(node);
     if (--receiver.more_head == 0) {
       receiver.indexed = false;
       receiver.more_head = kNil;
@@ -601,40 +677,93 @@ class Engine {
   };
   static constexpr std::uint32_t kCachedHops = 12;
   struct CachedRoute {
-    std::uint64_t key = ~std::uint64_t{0};
     double latency = 0;
     double bottleneck = 0;
     std::uint32_t hops = 0;
     std::uint32_t slots[kCachedHops];
   };
 
-  // Two ways per set: ring-like schedules use about p pairs, and with one way
-  // a fifth of them would keep evicting each other.
+  // A set-associative cache of per-pair entries (routes_, splits_): the keys
+  // of a set's kWays ways share two cache lines, apart from the entries, so
+  // a lookup reads its keys and then its entry. Sixteen ways: with two,
+  // NVLS's ten-odd peers per rank kept colliding (conflict misses, each a
+  // route walk in the topology) until the table had grown to 18 entries per
+  // pair, 15 MB that every lookup missed in; with eight, the sets that got
+  // more than eight pairs at the load the table settles at (one in a
+  // hundred) still made 1.8 walks per pair at 4096 ranks, against 1.07 with
+  // sixteen. A miss takes a free way, or in a full set the way of a
+  // rotating victim index (evicting the oldest misses on every lookup when
+  // one pair more than the ways take turns).
+  template <typename Entry>
+  class PairCache {
+   public:
+    static constexpr std::size_t kWays = 16;
+    static constexpr std::uint64_t kNoKey = ~std::uint64_t{0};
+
+    std::size_t size() const { return entries_.size(); }
+    bool empty() const { return entries_.empty(); }
+    void resize(std::size_t entries) {
+      entries = std::max(entries, kWays);
+      keys_.assign(entries / kWays, Keys{});
+      entries_.assign(entries, Entry{});
+    }
+    Entry* find(std::uint64_t key) {
+      const std::size_t set = set_of(key);
+      const Keys& k = keys_[set];
+      for (std::size_t way = 0; way < kWays; ++way)
+        if (k.key[way] == key) return &entries_[set * kWays + way];
+      return nullptr;
+    }
+    Entry& insert(std::uint64_t key) {
+      const std::size_t set = set_of(key);
+      Keys& k = keys_[set];
+      std::size_t way = 0;
+      while (way < kWays && k.key[way] != kNoKey) ++way;
+      if (way == kWays) {
+        way = victim_;
+        victim_ = (victim_ + 1) % kWays;
+      }
+      k.key[way] = key;
+      return entries_[set * kWays + way];
+    }
+    // Doubles the table, keeping every entry (a set's keys go to two sets).
+    void grow() {
+      PairCache old;
+      old.keys_.swap(keys_);
+      old.entries_.swap(entries_);
+      resize(old.size() * 2);
+      for (std::size_t set = 0; set < old.keys_.size(); ++set) {
+        for (std::size_t way = kWays; way-- > 0;) {
+          const std::uint64_t key = old.keys_[set].key[way];
+          if (key != kNoKey) insert(key) = old.entries_[set * kWays + way];
+        }
+      }
+    }
+
+   private:
+    struct alignas(64) Keys {
+      Keys() { std::fill(std::begin(key), std::end(key), kNoKey); }
+      std::uint64_t key[kWays];
+    };
+    std::size_t set_of(std::uint64_t key) const {
+      // Both ranks of the pair mixed into every bit of the set index.
+      key ^= key >> 33;
+      key *= 0xff51afd7ed558ccdULL;
+      key ^= key >> 33;
+      key *= 0xc4ceb9fe1a85ec53ULL;
+      key ^= key >> 33;
+      return static_cast<std::size_t>(key) & (keys_.size() - 1);
+    }
+    std::vector<Keys> keys_;
+    std::vector<Entry> entries_;
+    std::size_t victim_ = 0;
+  };
+
+  // Ring-like schedules use about p pairs.
   static std::size_t route_cache_size(int p) {
     std::size_t size = 16;
     while (size < 4 * static_cast<std::size_t>(p) && size < (std::size_t{1} << 16)) size *= 2;
     return size;
-  }
-  // The first way of the set of `key` in a cache of `size` entries.
-  static std::size_t cache_set(std::uint64_t key, std::size_t size) {
-    const std::uint64_t h = key * 0x9e3779b97f4a7c15ULL;
-    return (h ^ (h >> 29)) & (size - 2);
-  }
-  // Doubles a set-associative cache (routes_, splits_), keeping its entries
-  // and their order of recency.
-  template <typename Entry>
-  static void grow_cache(std::vector<Entry>& cache) {
-    std::vector<Entry> old(cache.size() * 2);
-    old.swap(cache);
-    for (std::size_t set = 0; set < old.size(); set += 2) {
-      for (int way = 1; way >= 0; --way) {
-        const Entry& e = old[set + static_cast<std::size_t>(way)];
-        if (e.key == ~std::uint64_t{0}) continue;
-        Entry* to = &cache[cache_set(e.key, cache.size())];
-        to[1] = to[0];
-        to[0] = e;
-      }
-    }
   }
 
   // When almost every lookup misses (pairs used once, as in recursive
@@ -650,6 +779,10 @@ class Engine {
   static constexpr std::uint32_t kBypassWindows = 15;
   static constexpr std::uint32_t kGrowMisses = 32;
   static constexpr std::size_t kMaxRouteCache = std::size_t{1} << 20;
+  // splits_ has no bypass to decide, and every lookup in a window spent at
+  // too small a size misses (NVLS cycles through more pairs than fit): a
+  // shorter window lets it reach its size after a few thousand misses.
+  static constexpr std::uint32_t kSplitWindow = 1u << 12;
 
   Route route(int src, int dst) {
     if (++route_lookups_ == kRouteWindow) {
@@ -659,22 +792,17 @@ class Engine {
         route_bypass_ = kBypassWindows;
       } else if (route_hits_ < kRouteWindow - kRouteWindow / kGrowMisses &&
                  route_inserts_ > routes_.size() / 2 && routes_.size() < kMaxRouteCache) {
-        grow_cache(routes_);
-        if (!splits_.empty() && splits_.size() < kMaxRouteCache) grow_cache(splits_);
+        routes_.grow();
         route_inserts_ = 0;
       }
       route_lookups_ = 0;
       route_hits_ = 0;
     }
     const std::uint64_t key = pair_key(src, dst);
-    CachedRoute* set = nullptr;
     if (route_bypass_ == 0) {
-      set = &routes_[cache_set(key, routes_.size())];
-      for (int way = 0; way < 2; ++way) {
-        if (set[way].key == key) {
-          ++route_hits_;
-          return Route{set[way].latency, set[way].bottleneck, set[way].slots, set[way].hops};
-        }
+      if (const CachedRoute* c = routes_.find(key)) {
+        ++route_hits_;
+        return Route{c->latency, c->bottleneck, c->slots, c->hops};
       }
     }
     topology_.route(src, dst, route_);
@@ -688,17 +816,15 @@ class Engine {
       r.latency += link.latency_for(protocol_);
       r.bottleneck = std::min(r.bottleneck, link.bandwidth);
     }
-    const bool cache = set != nullptr && r.hops <= kCachedHops;
+    const bool cache = route_bypass_ == 0 && r.hops <= kCachedHops;
     std::uint32_t* slots;
     if (cache) {
       ++route_inserts_;
-      // The newest route goes to way 0 and the one it displaces to way 1.
-      set[1] = set[0];
-      set[0].key = key;
-      set[0].latency = r.latency;
-      set[0].bottleneck = r.bottleneck;
-      set[0].hops = r.hops;
-      slots = set[0].slots;
+      CachedRoute& c = routes_.insert(key);
+      c.latency = r.latency;
+      c.bottleneck = r.bottleneck;
+      c.hops = r.hops;
+      slots = c.slots;
     } else {
       scratch_slots_.resize(r.hops);
       slots = scratch_slots_.data();
@@ -716,8 +842,8 @@ class Engine {
   // (EndpointProps::pipelined) put the data out at once and are done when it
   // has left; their receivers see it a route latency later, reduced on the
   // way where their endpoint is pipelined too. A protocol moves
-  // bytes / efficiency on the wire. Eager transfers return their
-  // EagerArrival, others kNil.
+  // bytes / efficiency on the wire. Eager transfers return their Eager
+  // record, others kNil.
   std::uint32_t start_transfer(int src, int dst, double bytes, bool reduce, double start,
                                std::uint16_t lanes = 1, std::uint16_t fan_out = 0,
                                std::uint16_t fan_in = 0, bool eager = false, bool dirty = false) {
@@ -727,14 +853,11 @@ class Engine {
     Split& split = split_;
     const bool in_network = fan && split_route(src, dst, fan_out, fan_in, split);
     const Route r = in_network ? Route{split.latency, 0, nullptr, 0} : route(src, dst);
-    const EndpointProps sep = topology_.endpoint(src);
-    const bool pipelined = sep.pipelined;
-    const double begin = start + sep.overhead + (pipelined ? 0.0 : r.latency);
+    const bool pipelined = this->pipelined(src);
+    const double begin = start + costs(src).overhead + (pipelined ? 0.0 : r.latency);
     ++result_.messages;
     result_.bytes += bytes;
-    Transfer t{src, dst, bytes, reduce};
-    t.tail = pipelined ? r.latency : 0.0;
-    t.begin = begin;
+    const double tail = pipelined ? r.latency : 0.0;
     // Past the cache of either end, the data costs dram_factor times more.
     double cost_bytes = bytes * std::max(scale(src), scale(dst));
     // Within the cache, data the sender wrote during the call is read out
@@ -742,34 +865,46 @@ class Engine {
     if (dirty && scale(src) == 1 && scale(dst) == 1)
       cost_bytes *= topology_.endpoint(src).dirty_factor;
     if (efficiency_ != 1) cost_bytes /= efficiency_;
-    if (in_network && split.reduced_in_switch) {
-      t.reduce = false;
-      t.reduced_in_switch = true;
-    }
+    const bool reduced_in_switch = in_network && split.reduced_in_switch;
+    if (reduced_in_switch) reduce = false;
+    std::uint32_t eager_id = kNil;
     if (eager) {
-      t.eager = new_arrival();
-      EagerArrival& a = arrivals_[t.eager];
+      eager_id = new_eager();
+      Eager& a = eagers_[eager_id];
       a.begin = begin;
       a.bytes = bytes;
-      a.reduced_in_switch = t.reduced_in_switch;
+      a.tail = tail;
+      a.src = src;
+      a.dst = dst;
+      a.reduced_in_switch = reduced_in_switch;
     }
-    const std::uint32_t eager_id = t.eager;
+    const auto transfer = [&] {
+      Transfer t{src, dst, bytes, reduce};
+      t.tail = tail;
+      t.begin = begin;
+      return t;
+    };
     if (!network_ || bytes == 0) {
       const double rate = (in_network ? split.alone_level : r.bottleneck) * lanes;
       const double done = bytes == 0 ? begin : begin + cost_bytes / rate;
-      finish_transfer(t, done);
+      if (eager) {
+        finish_eager(eager_id, done);
+      } else {
+        finish_transfer(transfer(), done);
+      }
       return eager_id;
     }
+    // An eager flow's tag is its Eager record: it needs no Transfer.
+    const std::uint32_t tag = eager ? eager_id | kEagerBit : new_transfer(transfer());
     if (!in_network && lanes == 1) {
-      network_->add(begin, r.slots, r.hops, cost_bytes, new_transfer(t));
+      network_->add(begin, r.slots, r.hops, cost_bytes, tag);
       return eager_id;
     }
     // The general form: per-hop coefficients (in-network fans) and lanes.
     if (in_network) {
-      network_->add(begin, split.slots.data(), static_cast<std::uint32_t>(split.slots.size()),
-                    cost_bytes, new_transfer(t), lanes, split.coeff.data());
+      network_->add(begin, split.slots, split.count, cost_bytes, tag, lanes, split.coeff.data());
     } else {
-      network_->add(begin, r.slots, r.hops, cost_bytes, new_transfer(t), lanes);
+      network_->add(begin, r.slots, r.hops, cost_bytes, tag, lanes);
     }
     return eager_id;
   }
@@ -785,15 +920,16 @@ class Engine {
     return static_cast<std::uint32_t>(extras_.size() - 1);
   }
 
-  std::uint32_t new_arrival() {
-    if (!free_arrivals_.empty()) {
-      const std::uint32_t id = free_arrivals_.back();
-      free_arrivals_.pop_back();
-      arrivals_[id] = EagerArrival{};
+  std::uint32_t new_eager() {
+    if (!free_eagers_.empty()) {
+      const std::uint32_t id = free_eagers_.back();
+      free_eagers_.pop_back();
+      eagers_[id] = Eager{};
       return id;
     }
-    arrivals_.emplace_back();
-    return static_cast<std::uint32_t>(arrivals_.size() - 1);
+    if (eagers_.size() >= kEagerBit) throw Error("more than 2^31 eager sends in flight at once");
+    eagers_.emplace_back();
+    return static_cast<std::uint32_t>(eagers_.size() - 1);
   }
 
   // A transfer that is one of `fan` through a switch that multicasts and
@@ -806,10 +942,13 @@ class Engine {
   // virtual link per port and direction). False when the route crosses no
   // such switch: the transfer is then an ordinary one.
   struct Split {
-    std::vector<std::uint32_t> slots;
-    std::vector<double> coeff;
-    double alone_level = 0;  // the flow's rate alone (alpha_beta)
-    double latency = 0;      // the route's, as route() gives it
+    // The hops' link slots, then the entry and exit ports' (the geometry's
+    // own array, valid until the next split_geometry()).
+    const std::uint32_t* slots = nullptr;
+    std::uint32_t count = 0;
+    std::vector<double> coeff;  // per slot
+    double alone_level = 0;     // the flow's rate alone (alpha_beta)
+    double latency = 0;         // the route's, as route() gives it
     bool reduced_in_switch = false;
   };
   bool split_route(int src, int dst, std::uint16_t send_fan, std::uint16_t recv_fan, Split& out) {
@@ -820,66 +959,61 @@ class Engine {
     // The narrowest link over c on each side (division by c > 0 keeps the
     // order, so this is the smallest bw / c hop by hop), and the switch's
     // in-network rate on the port the data enters and the one it leaves by.
-    out.alone_level = std::min({g.up_bw / up, g.down_bw / down, g.port_bw / up, g.port_bw / down});
+    // Only alpha_beta times a transfer by its rate alone.
+    if (!network_)
+      out.alone_level =
+          std::min({g.up_bw / up, g.down_bw / down, g.port_bw / up, g.port_bw / down});
     out.latency = g.latency;
-    out.slots.clear();
-    out.coeff.clear();
     if (network_) {
-      const std::uint32_t* slots = g.hops <= kCachedHops ? g.slots : long_split_slots_.data();
-      for (std::uint32_t i = 0; i < g.hops; ++i) {
-        out.slots.push_back(slots[i]);
-        out.coeff.push_back(i <= g.into ? up : down);
-      }
-      out.slots.push_back(slots[g.hops]);
-      out.coeff.push_back(up);
-      out.slots.push_back(slots[g.hops + 1]);
-      out.coeff.push_back(down);
+      out.slots = g.hops <= kCachedHops ? g.slots : long_split_slots_.data();
+      out.count = g.hops + 2;
+      if (out.coeff.size() < out.count) out.coeff.resize(out.count);
+      double* coeff = out.coeff.data();
+      for (std::uint32_t i = 0; i < g.hops; ++i) coeff[i] = i <= g.into ? up : down;
+      coeff[g.hops] = up;
+      coeff[g.hops + 1] = down;
     }
     out.reduced_in_switch = recv_fan >= 2;
     return true;
   }
 
   // What split_route needs of a pair's route, whatever the fans, kept in a
-  // set-associative cache like routes_ (allocated on the first fan, grown
-  // with it): every NVLS transfer is a fan, and asking the topology for its
-  // route each time cost a graph walk per message.
-  struct SplitGeometry {
-    std::uint64_t key = ~std::uint64_t{0};
+  // set-associative cache like routes_ (allocated on the first fan at
+  // routes_'s size, grown by its own misses): every NVLS transfer is a fan, and asking the topology
+  // for its route each time cost a graph walk per message. What the flow model reads comes first,
+  // so that a route of up to 8 hops needs one line.
+  struct alignas(64) SplitGeometry {
     bool in_network = false;  // the route crosses such a switch before its last link
     std::uint32_t hops = 0;
     std::uint32_t into = 0;  // the hop into the first such switch
-    double up_bw = 0;        // narrowest link of hops 0..into
-    double down_bw = 0;      // narrowest link of the hops after it
-    double port_bw = 0;      // the switch's in-network rate per port
     double latency = 0;      // sum of the links' latencies, in route order as route() sums
     // Flow model: the link slots of the hops, then the entry and exit ports'
     // (in long_split_slots_ for a route of more than kCachedHops, not cached).
     std::uint32_t slots[kCachedHops + 2];
+    double up_bw = 0;    // narrowest link of hops 0..into
+    double down_bw = 0;  // narrowest link of the hops after it
+    double port_bw = 0;  // the switch's in-network rate per port
   };
   const SplitGeometry& split_geometry(int src, int dst) {
     if (splits_.empty()) splits_.resize(routes_.size());
-    // Grown by its own misses, as routes_ is (routes_ grows it too): an
-    // in-network transfer does not look in routes_.
-    if (++split_lookups_ == kRouteWindow) {
-      if (split_hits_ < kRouteWindow - kRouteWindow / kGrowMisses &&
+    // Grown by its own misses, as routes_ is: an in-network transfer does
+    // not look in routes_.
+    if (++split_lookups_ == kSplitWindow) {
+      if (split_hits_ < kSplitWindow - kSplitWindow / kGrowMisses &&
           split_inserts_ > splits_.size() / 2 && splits_.size() < kMaxRouteCache) {
-        grow_cache(splits_);
+        splits_.grow();
         split_inserts_ = 0;
       }
       split_lookups_ = 0;
       split_hits_ = 0;
     }
     const std::uint64_t key = pair_key(src, dst);
-    SplitGeometry* set = &splits_[cache_set(key, splits_.size())];
-    for (int way = 0; way < 2; ++way) {
-      if (set[way].key == key) {
-        ++split_hits_;
-        return set[way];
-      }
+    if (const SplitGeometry* hit = splits_.find(key)) {
+      ++split_hits_;
+      return *hit;
     }
     topology_.route(src, dst, split_route_);
     SplitGeometry g;
-    g.key = key;
     g.hops = static_cast<std::uint32_t>(split_route_.size());
     std::size_t into = split_route_.size();
     for (std::size_t i = 0; i < split_route_.size(); ++i) {
@@ -913,11 +1047,10 @@ class Engine {
       long_split_ = g;
       return long_split_;
     }
-    // The newest goes to way 0 and the one it displaces to way 1.
     ++split_inserts_;
-    set[1] = set[0];
-    set[0] = g;
-    return set[0];
+    SplitGeometry& cached = splits_.insert(key);
+    cached = g;
+    return cached;
   }
 
   std::uint32_t port_slot(LinkId link, double bw) {
@@ -934,6 +1067,7 @@ class Engine {
       tag = free_transfers_.back();
       free_transfers_.pop_back();
     } else {
+      if (transfers_.size() >= kEagerBit) throw Error("more than 2^31 transfers in flight at once");
       tag = static_cast<std::uint32_t>(transfers_.size());
       transfers_.emplace_back();
     }
@@ -948,18 +1082,7 @@ class Engine {
     }
     complete(t.src, done);
     const double seen = done + t.tail;
-    if (t.eager != kNil) {
-      EagerArrival& a = arrivals_[t.eager];
-      a.time = seen;
-      a.arrived = true;
-      if (a.receive_posted) {
-        complete(t.dst, receive_done(t.dst, a.begin, a.bytes, seen,
-                                     a.reduce && !a.reduced_in_switch, a.receive_time));
-        free_arrivals_.push_back(t.eager);
-      }
-      return;
-    }
-    if (t.reduce && shares_host(t.dst) && !topology_.endpoint(t.dst).pipelined) {
+    if (t.reduce && shares_host(t.dst) && !pipelined(t.dst)) {
       // On a shared host the reduction is local work after the step's
       // communication, run as a flow with the rest of it.
       ranks_[t.dst].local += reduce_time(t.dst, t.bytes);
@@ -967,6 +1090,20 @@ class Engine {
       return;
     }
     complete(t.dst, receive_done(t.dst, t.begin, t.bytes, seen, t.reduce, seen));
+  }
+
+  // The flow of eager send `id` has put its last byte out at `done`.
+  void finish_eager(std::uint32_t id, double done) {
+    Eager& a = eagers_[id];
+    complete(a.src, done);
+    const double seen = done + a.tail;
+    a.time = seen;
+    a.arrived = true;
+    if (a.receive_posted) {
+      complete(a.dst, receive_done(a.dst, a.begin, a.bytes, seen, a.reduce && !a.reduced_in_switch,
+                                   a.receive_time));
+      free_eagers_.push_back(id);
+    }
   }
 
   // An op of the rank's current step completes at `time` (which may lie
@@ -994,6 +1131,15 @@ class Engine {
     }
   }
 
+  static constexpr std::size_t kPrefetch = 8;
+  void prefetch_record(std::uint32_t tag) const {
+    if ((tag & kEagerBit) != 0) {
+      __builtin_prefetch(&eagers_[tag & ~kEagerBit]);
+    } else {
+      __builtin_prefetch(&transfers_[tag]);
+    }
+  }
+
   // Event loop of the flow model. All events at one instant are applied
   // before rates are recomputed once, including flows that ranks released by
   // those events start at the same instant.
@@ -1005,7 +1151,16 @@ class Engine {
       do {
         completed_.clear();
         net.pop_at(now, completed_);
-        for (std::uint32_t tag : completed_) {
+        // The record of the flow kPrefetch ahead is fetched while this one
+        // is finished, rather than one miss at a time.
+        const std::size_t n = completed_.size();
+        for (std::size_t i = 0; i < n; ++i) {
+          if (i + kPrefetch < n) prefetch_record(completed_[i + kPrefetch]);
+          const std::uint32_t tag = completed_[i];
+          if ((tag & kEagerBit) != 0) {
+            finish_eager(tag & ~kEagerBit, now);
+            continue;
+          }
           const Transfer t = transfers_[tag];
           free_transfers_.push_back(tag);
           finish_transfer(t, now);
@@ -1055,8 +1210,9 @@ class Engine {
         add(dst, posted_[i].post);
     }
     chains_.for_each([&](std::uint64_t key, const PairChain& chain) {
-      for (std::uint32_t i = chain.head; i != kNil; i = posted_[i].next)
-        add(static_cast<int>(key >> 32), posted_[i].post);
+      for (std::uint32_t i = chain.head; i != kNil;
+           i = (i & kEagerBit) != 0 ? eagers_[i & ~kEagerBit].next : posted_[i].next)
+        add(static_cast<int>(key >> 32), post_of(i));
     });
     // Stable, on a key that separates every pair and side: the chains come
     // out of a hash table, and the message must not depend on its order.
@@ -1100,21 +1256,23 @@ class Engine {
   std::vector<std::uint32_t> free_posted_;
   sim_detail::FlatMap<PairChain> chains_;  // by pair_key(dst, src)
   std::vector<LinkId> route_;
-  std::vector<CachedRoute> routes_;
+  PairCache<CachedRoute> routes_;
   std::vector<std::uint32_t> scratch_slots_;  // routes not cached
   const Protocol protocol_;
   const double efficiency_;  // of the protocol on this topology (1 = none)
   std::vector<LinkId> split_route_;
-  std::vector<SplitGeometry> splits_;  // by pair, as routes_; empty until a fan
-  SplitGeometry long_split_;           // a route too long for the cache
+  PairCache<SplitGeometry> splits_;  // by pair, as routes_; empty until a fan
+  SplitGeometry long_split_;         // a route too long for the cache
   std::vector<std::uint32_t> long_split_slots_;
   Split split_;                                    // start_transfer's, kept to reuse its storage
   sim_detail::FlatMap<std::uint32_t> port_slots_;  // in-network port (by link) -> virtual link
   std::vector<char> pipelined_;                    // per rank: EndpointProps::pipelined
+  std::vector<EndpointCosts> costs_;               // distinct, in rank order of first use
+  std::vector<std::uint32_t> cost_of_;             // per rank, into costs_; empty = costs_[0]
   std::vector<PostExtra> extras_;
   std::vector<std::uint32_t> free_extras_;
-  std::vector<EagerArrival> arrivals_;
-  std::vector<std::uint32_t> free_arrivals_;
+  std::vector<Eager> eagers_;
+  std::vector<std::uint32_t> free_eagers_;
   std::uint32_t route_lookups_ = 0;
   std::uint32_t route_hits_ = 0;
   std::uint32_t route_bypass_ = 0;  // windows left without the cache
