@@ -160,6 +160,12 @@ TEST_P(NcclEager, LaggedSchedulesComputeTheCollective) {
       for (std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{p - 1}, std::int64_t{p},
                              std::int64_t{p + 1}, std::int64_t{97}, std::int64_t{300}}) {
         for (std::int64_t segment : {std::int64_t{0}, std::int64_t{1}, std::int64_t{5}}) {
+          // One node of more than 17 ranks in one-element chunks is the
+          // longest case (a round per element and shard) and adds nothing
+          // that 5-element chunks and 17 ranks do not cover.
+          if (c.ranks_per_node == 0 && p > 17 && segment == 1 &&
+              std::string(c.algorithm).find("nvls") != std::string::npos)
+            continue;
           SCOPED_TRACE(std::string(c.algorithm) + " p=" + std::to_string(p) +
                        " channels=" + std::to_string(channels) + " n=" + std::to_string(n) +
                        " segment=" + std::to_string(segment));
@@ -213,10 +219,8 @@ INSTANTIATE_TEST_SUITE_P(Family, NcclEager,
                                            Case{Collective::all_reduce, "nccl:nvls_tree", 4},
                                            Case{Collective::all_reduce, "nccl:nvls", 2},
                                            Case{Collective::all_reduce, "nccl:nvls", 4},
-                                           Case{Collective::all_reduce, "nccl:collnet_direct", 0},
                                            Case{Collective::all_reduce, "nccl:collnet_direct", 1},
                                            Case{Collective::all_reduce, "nccl:collnet_direct", 3},
-                                           Case{Collective::all_reduce, "nccl:collnet_chain", 0},
                                            Case{Collective::all_reduce, "nccl:collnet_chain", 1},
                                            Case{Collective::all_reduce, "nccl:collnet_chain", 2},
                                            Case{Collective::all_reduce, "nccl:collnet_chain", 3}),
