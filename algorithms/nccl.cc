@@ -893,6 +893,7 @@ struct NvlsRank {
   bool sharp_root = false;  // sharp: this rank is node 0's, where the shards meet
   std::int64_t gather = 0;  // all-gather of chunk 0 (received lag rounds later)
   std::int64_t end = 0;     // rounds of this work item, given K
+  SharpRounds sharp_rounds() const { return SharpRounds{base, lag, nodes, sharp_root}; }
 };
 
 NvlsRank nvls_rank(const NvlsPlan& np, const ShardedKind& kind, int rank, std::int64_t chunks,
@@ -908,7 +909,7 @@ NvlsRank nvls_rank(const NvlsPlan& np, const ShardedKind& kind, int rank, std::i
   const int after_gather = nr.g > 1 ? lag : 0;
   if (nr.across == Across::sharp) {
     nr.sharp_root = nr.node == 0;
-    nr.gather = sharp_done(SharpRounds{nr.base, lag, nr.nodes, nr.sharp_root});
+    nr.gather = sharp_done(nr.sharp_rounds());
     nr.end = chunks == 0 ? 0 : nr.g > 1 ? nr.gather + lag + chunks : nr.gather + chunks;
     return nr;
   }
@@ -1000,9 +1001,9 @@ Generator<Step> sharded_program(ScheduleSpec spec, int rank) {
             [&](std::int64_t i) { return shard(i, me); }, s.ops);
       } else if (nr.across == Across::sharp) {
         sharp_ops(
-            SharpRounds{nr.base, nr.lag, nr.nodes, nr.sharp_root}, t, w.chunks, w.lanes, w.seg,
-            slots[k], [&](int m) { return np.members[m][me]; },
-            [&](std::int64_t i) { return shard(i, me); }, s.ops, local);
+            nr.sharp_rounds(), t, w.chunks, w.lanes, w.seg, slots[k],
+            [&](int m) { return np.members[m][me]; }, [&](std::int64_t i) { return shard(i, me); },
+            s.ops, local);
       }
       // All-gather inside the node (by multicast through the switch).
       if (const std::int64_t i = chunk_at(nr.gather); i >= 0 && g > 1)
@@ -1342,7 +1343,7 @@ CostEstimate sharded_cost(const ScheduleSpec& spec, const CostParams& c) {
         add_tree_intervals(nr.tree, K, iv);
         sent += (nr.tree.parent >= 0 ? mine : 0) + nr.tree.kids * mine;
       } else if (nr.across == Across::sharp) {
-        sent += sharp_intervals(SharpRounds{nr.base, nr.lag, nr.nodes, nr.sharp_root}, K, mine, iv);
+        sent += sharp_intervals(nr.sharp_rounds(), K, mine, iv);
       }
     }
     steps = std::max(steps, union_length(iv));

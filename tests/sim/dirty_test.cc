@@ -87,6 +87,19 @@ TEST(Dirty, WrittenDataCostsTheFactorAndACopyOfTheInputIsClean) {
   }
 }
 
+constexpr std::int64_t n = 1000;
+
+// A registered algorithm of `c` on two ranks with n floats, under the flow model.
+double two_ranks(Collective c, const std::string& algorithm) {
+  FullyConnected topo(2, B, L, dirty_endpoint());
+  ScheduleSpec spec;
+  spec.collective = c;
+  spec.algorithm = algorithm;
+  spec.ranks = 2;
+  spec.count = n;
+  return run(*make_schedule(spec), topo, NetModel::flow);
+}
+
 // The registered all_reduce algorithms at p = 2 with n floats (4n bytes):
 //   recursive_doubling: one exchange of the (clean) vector: L + 4n/B;
 //   ring: the reduce-scatter half is clean, the all-gather half was just
@@ -94,16 +107,7 @@ TEST(Dirty, WrittenDataCostsTheFactorAndACopyOfTheInputIsClean) {
 //   linear: rank 1's vector to rank 0 (clean), the sum back (dirty):
 //     2L + 4n/B + D 4n/B.
 TEST(Dirty, AllReduceAtTwoRanksPaysItWhereItSendsWhatItReduced) {
-  FullyConnected topo(2, B, L, dirty_endpoint());
-  constexpr std::int64_t n = 1000;
-  const auto time = [&](const std::string& algorithm) {
-    ScheduleSpec spec;
-    spec.collective = Collective::all_reduce;
-    spec.algorithm = algorithm;
-    spec.ranks = 2;
-    spec.count = n;
-    return run(*make_schedule(spec), topo, NetModel::flow);
-  };
+  const auto time = [](const std::string& a) { return two_ranks(Collective::all_reduce, a); };
   EXPECT_DOUBLE_EQ(time("recursive_doubling"), L + 4.0 * n / B);
   EXPECT_DOUBLE_EQ(time("ring"), 2 * L + 2.0 * n / B + D * 2.0 * n / B);
   EXPECT_DOUBLE_EQ(time("linear"), 2 * L + 4.0 * n / B + D * 4.0 * n / B);
@@ -113,16 +117,7 @@ TEST(Dirty, AllReduceAtTwoRanksPaysItWhereItSendsWhatItReduced) {
 // peer's half straight from the input, L + 2n/B; the ring works on a
 // scratch copy of its input and sends from it, L + D 2n/B.
 TEST(Dirty, ReduceScatterFromTheInputOrFromAScratchCopy) {
-  FullyConnected topo(2, B, L, dirty_endpoint());
-  constexpr std::int64_t n = 1000;
-  const auto time = [&](const std::string& algorithm) {
-    ScheduleSpec spec;
-    spec.collective = Collective::reduce_scatter;
-    spec.algorithm = algorithm;
-    spec.ranks = 2;
-    spec.count = n;
-    return run(*make_schedule(spec), topo, NetModel::flow);
-  };
+  const auto time = [](const std::string& a) { return two_ranks(Collective::reduce_scatter, a); };
   EXPECT_DOUBLE_EQ(time("pairwise"), L + 2.0 * n / B);
   EXPECT_DOUBLE_EQ(time("ring"), L + D * 2.0 * n / B);
 }
