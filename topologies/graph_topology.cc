@@ -393,20 +393,35 @@ void GraphTopology::route(int src, int dst, std::vector<LinkId>& out) const {
   const Tree& tree_of_root = tree(departure_[root], t);
   std::uint64_t sel = static_cast<std::uint64_t>(t);
   int v = t;
+  // Among the tight in-links of a node only the narrowest are candidates:
+  // where equal-cost paths differ in where they cross the slow links, the
+  // route enters its destination over the slow ones and moves over the fast
+  // ones first. On a rail-optimised cluster that is NCCL's PXN: traffic to
+  // GPU h of another node crosses the NVSwitch to GPU h's rail in the
+  // sending node and leaves through that rail's NIC, so every NIC carries
+  // the traffic of its own rail (NVIDIA, "Doubling all2all Performance with
+  // NVIDIA Collective Communication Library 2.12", 2022).
+  auto tight = [&](LinkId l, std::int64_t dv) {
+    const std::int64_t du = tree_of_root.dist(graph_src_[l]);
+    return du != kInf && du + weight_[l] == dv;
+  };
   while (v != root) {
     const std::int64_t dv = tree_of_root.dist(v);
+    double narrowest = std::numeric_limits<double>::infinity();
+    for (std::int64_t i = in_begin_[v]; i < in_begin_[v + 1]; ++i) {
+      const LinkId l = in_links_[i];
+      if (tight(l, dv)) narrowest = std::min(narrowest, classes_[link_class_[l]].bandwidth);
+    }
     std::int64_t count = 0;
     for (std::int64_t i = in_begin_[v]; i < in_begin_[v + 1]; ++i) {
-      LinkId l = in_links_[i];
-      std::int64_t du = tree_of_root.dist(graph_src_[l]);
-      if (du != kInf && du + weight_[l] == dv) ++count;
+      const LinkId l = in_links_[i];
+      if (tight(l, dv) && classes_[link_class_[l]].bandwidth == narrowest) ++count;
     }
     std::int64_t pick = static_cast<std::int64_t>(sel % static_cast<std::uint64_t>(count));
     sel /= static_cast<std::uint64_t>(count);
     for (std::int64_t i = in_begin_[v];; ++i) {
       LinkId l = in_links_[i];
-      std::int64_t du = tree_of_root.dist(graph_src_[l]);
-      if (du != kInf && du + weight_[l] == dv && pick-- == 0) {
+      if (tight(l, dv) && classes_[link_class_[l]].bandwidth == narrowest && pick-- == 0) {
         out.push_back(l);
         v = link_src_[l];
         break;

@@ -72,6 +72,12 @@ const Table kTables[] = {
     // 10 nodes of 8: the cluster file of 16 nodes, 80 of its ranks.
     {"h100x80_10node_allreduce_xxrjun-cluster01.txt", Collective::all_reduce, 80,
      "h100-cluster-16x8", "nccl", DataType::float64, 1, {-1, 15, 8}, {-1, 48, 18}},
+    {"h100x80_10node_allgather_xxrjun-cluster01.txt", Collective::all_gather, 80,
+     "h100-cluster-16x8", "nccl", DataType::float64, 1, {-1, 15, 8}, {-1, 44, 21}},
+    {"h100x80_10node_reducescatter_xxrjun-cluster01.txt", Collective::reduce_scatter, 80,
+     "h100-cluster-16x8", "nccl", DataType::float64, 1, {-1, 15, 8}, {-1, 48, 19}},
+    {"h100x80_10node_alltoall_xxrjun-cluster01.txt", Collective::all_to_all, 80,
+     "h100-cluster-16x8", "nccl", DataType::float64, 1, {-1, 15, 8}, {-1, 28, 8}},
 };
 // clang-format on
 

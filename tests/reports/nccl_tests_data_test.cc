@@ -72,6 +72,51 @@ const DataFile kFiles[] = {
      {105854, 162.30, 320.54},
      {105146, 163.39, 322.70},
      265.631},
+    {"h100x80_10node_allgather_xxrjun-cluster01.txt",
+     Collective::all_gather,
+     80,
+     true,
+     10,
+     "double",
+     33553920,
+     52428,
+     {682.20, 49.19, 48.57},
+     {672.05, 49.93, 49.30},
+     17179868160,
+     26843544,
+     {52314.1, 328.40, 324.29},
+     {52531.4, 327.04, 322.95},
+     218.677},
+    {"h100x80_10node_alltoall_xxrjun-cluster01.txt",
+     Collective::all_to_all,
+     80,
+     true,
+     10,
+     "double",
+     33553920,
+     52428,
+     {970.33, 34.58, 34.15},
+     {980.59, 34.22, 33.79},
+     17179868160,
+     26843544,
+     {336737, 51.02, 50.38},
+     {335382, 51.22, 50.58},
+     47.1472},
+    {"h100x80_10node_reducescatter_xxrjun-cluster01.txt",
+     Collective::reduce_scatter,
+     80,
+     true,
+     10,
+     "double",
+     33553920,
+     52428,
+     {689.11, 48.69, 48.08},
+     {742.89, 45.17, 44.60},
+     17179868160,
+     26843544,
+     {52458.7, 327.49, 323.40},
+     {52777.8, 325.51, 321.44},
+     216.683},
     {"h100x8_allgather_ring_together-nccl-tests.txt",
      Collective::all_gather,
      8,
@@ -221,11 +266,11 @@ void expect_row(const ResultRow& r, std::int64_t bytes, std::int64_t count, bool
   EXPECT_DOUBLE_EQ(r.busbw_gbps, f.busbw);
 }
 
-TEST(NcclTestsData, AllTenFilesAreHere) {
+TEST(NcclTestsData, AllThirteenFilesAreHere) {
   int n = 0;
   for (const auto& e : fs::directory_iterator(data_dir())) n += e.path().extension() == ".txt";
-  EXPECT_EQ(n, 10);
-  EXPECT_EQ(std::size(kFiles), 10u);
+  EXPECT_EQ(n, 13);
+  EXPECT_EQ(std::size(kFiles), 13u);
 }
 
 TEST(NcclTestsData, EveryFileParsesWithItsRowsAndFigures) {
@@ -287,7 +332,7 @@ TEST(NcclTestsData, BusbwRecomputedFromTimeMatchesThePrintedBusbw) {
     }
     EXPECT_EQ(table_rows, d.table_rows);
   }
-  EXPECT_EQ(rows, 2 * (14 + 10 + 31 + 10 + 31 + 31 + 10 + 10 + 31 + 10));
+  EXPECT_EQ(rows, 2 * (14 + 10 + 10 + 10 + 10 + 31 + 10 + 31 + 31 + 10 + 10 + 31 + 10));
 }
 
 // One process per GPU and no "# Rank" lines in the copies: nThread x nGpus

@@ -375,6 +375,24 @@ TEST(Contention, AllToAllBruckOnDumbbell) {
   EXPECT_LT(ab.time, flow.time);
 }
 
+// NCCL's all_to_all (nccl:p2p, every transfer at once) on two DGX H100
+// nodes with 8 rail-optimised 48 GB/s NICs each: each rank sends n/16 to
+// every other rank, so node 0 sends 64 blocks (4n) to node 1. With PXN
+// routes (topologies/graph_topology.cc) NIC h carries the 8 blocks bound for
+// GPU h, n/2 per NIC in each direction: the call takes n / 96 GB/s plus
+// latencies; the NVLink ports (14 blocks at 370.8 GB/s) are not the limit.
+// Routes that left through the sender's own NIC for half the destinations
+// load some NICs with 12 blocks and take 1.5x as long.
+TEST(Contention, AllToAllAcrossRailsReachesTheNics) {
+  const auto topo = load_topology(topology_path("h100-cluster-2x8"));
+  constexpr std::int64_t kCount = std::int64_t{1} << 28;  // floats: n = 1 GiB per rank
+  const auto s = make(Collective::all_to_all, "nccl:p2p", 16, kCount);
+  const double bound = 4.0 * kCount / 2 / kNdr;  // n/2 per NIC
+  const SimResult r = run(*s, *topo, NetModel::flow);
+  EXPECT_GE(r.time, bound);
+  EXPECT_LE(r.time, 1.01 * bound);
+}
+
 // ---- 5. determinism and lower bounds ----
 
 bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <map>
 #include <set>
 
 #include "route_check.h"
@@ -275,6 +276,38 @@ TEST(Hierarchical, RailOptimizedCounts) {
   expect_all_routes_shortest(*t, dynamic_cast<GraphTopology&>(*t));
   // NIC-side link classes: NVLink, NIC (48 GB/s, 1.35 us) and GPU-NIC (48, 0).
   EXPECT_EQ(t->num_link_classes(), 3);
+}
+
+// NCCL's PXN: traffic to GPU h of another node crosses the sending node's
+// NVSwitch to GPU h and leaves through NIC h, so it arrives on the
+// destination's own NIC. The two cross-rail paths cost the same; the route
+// enters its destination over the narrowest tight link. Every NIC then
+// carries exactly its rail's traffic: 8 sources x 3 remote GPUs on the rail.
+TEST(Hierarchical, CrossRailTrafficTakesTheDestinationsRail) {
+  auto t = load_text(hier(kH100));
+  EXPECT_EQ(
+      route_names(*t, 0, 11),
+      (std::vector<std::string>{"n0.g0->n0.nvs", "n0.nvs->n0.g3", "n0.g3->n0.nic3.tx",
+                                "n0.nic3.tx->rail3", "rail3->n1.nic3.rx", "n1.nic3.rx->n1.g3"}));
+  std::map<std::string, int> through;  // "n<node>.nic<i>.tx" -> routes
+  for (int s = 0; s < 32; ++s) {
+    for (int d = 0; d < 32; ++d) {
+      if (s / 8 == d / 8) continue;
+      const std::vector<std::string> names = route_names(*t, s, d);
+      const std::string tx = "n" + std::to_string(s / 8) + ".nic" + std::to_string(d % 8) + ".tx";
+      int nics = 0;
+      for (const std::string& n : names) {
+        if (n.find(".tx->") != std::string::npos) {
+          ++nics;
+          EXPECT_EQ(n.substr(0, n.find("->")), tx) << s << " -> " << d;
+          ++through[tx];
+        }
+      }
+      EXPECT_EQ(nics, 1) << s << " -> " << d;
+    }
+  }
+  EXPECT_EQ(through.size(), 32u);
+  for (const auto& [nic, routes] : through) EXPECT_EQ(routes, 24) << nic;
 }
 
 TEST(Hierarchical, SharedNicsAndOneSwitch) {
