@@ -23,6 +23,7 @@ struct HostEnv {
   static bool leader() { return true; }
   static void sync() {}
   static int share(int v) { return v; }
+  static interp::ExecOp op(const interp::LaneRun& run, std::uint32_t i) { return run.ops[i]; }
   static std::uint64_t now_ns() {
     return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                           std::chrono::steady_clock::now().time_since_epoch())

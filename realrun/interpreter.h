@@ -276,6 +276,8 @@ COLLKIT_INTERP void avg_slice(const ExecOp& op, int avg_ranks, int lane, int lan
 //   std::uint64_t now_ns()       a clock for the spin limit
 //   void pause()                 between two polls of a flag
 //   void between_ops()           before every operation (host: random delays)
+//   ExecOp op(run, i)            operation i of the lane's program (the same i
+//                                on every thread of the lane)
 template <class Env>
 COLLKIT_INTERP ErrorCode wait_flag(Env& env, const LaneRun& run, Flag* flag, Flag target,
                                    std::uint32_t op_index) {
@@ -300,7 +302,7 @@ template <typename T, class Env>
 COLLKIT_INTERP ErrorCode run_lane(Env& env, const LaneRun& run) {
   const int lane = run.lane, lanes = run.lanes;
   for (std::uint32_t i = 0; i < run.count; ++i) {
-    const ExecOp op = run.ops[i];
+    const ExecOp op = env.op(run, i);
     env.between_ops();
     switch (op.code) {
       case kSignal:
@@ -355,10 +357,33 @@ COLLKIT_INTERP ErrorCode run_lane(Env& env, const LaneRun& run) {
 
 #ifdef __CUDACC__
 // A thread block as the Env of run_lane.
+//
+// Ordering: the block's threads meet at __syncthreads() before the leader
+// signals and after it has waited. In the PTX memory model a CTA barrier
+// orders the threads' accesses with the leader's, and release and acquire are
+// cumulative, so the flag's release publishes every thread's writes and its
+// acquire makes the peer's visible to every thread after the barrier
+// (the pattern of the CUDA C++ Programming Guide's "memory fence" example,
+// with the fence folded into the release). `full_fences` adds a
+// __threadfence (fence.sc) before each signal and after each wait besides:
+// the first engine's ordering, kept for comparison on a GPU
+// (COLLKIT_INTERPRETER_FENCES=1, docs/BENCH.md).
+//
+// The program is read through shared memory, kStagedOps operations at a
+// time, every thread of the block copying part of the batch: read straight
+// from global memory, each operation's load would follow the acquire of the
+// wait before it (no load can move above an acquire), one memory latency per
+// operation on the critical path (COLLKIT_INTERPRETER_STAGE=0 reads them in
+// place, for comparison on a GPU).
+inline constexpr std::uint32_t kStagedOps = 64;
+static_assert(sizeof(ExecOp) % 8 == 0, "operations are staged as 8-byte words");
 struct BlockEnv {
-  int* shared;            // one int of shared memory
-  bool system;            // flags at system scope
-  unsigned sleep_ns = 0;  // between two polls: 0 spins
+  int* shared;               // one int of shared memory
+  bool system;               // flags at system scope
+  unsigned sleep_ns = 0;     // between two polls: 0 spins
+  bool full_fences = false;  // a fence.sc besides each release and acquire
+  ExecOp* staged = nullptr;  // shared memory: kStagedOps operations; null: read in place
+  std::uint32_t staged_first = 0, staged_end = 0;  // the program's [first, end) held there
   __device__ int thread() const { return static_cast<int>(threadIdx.x); }
   __device__ int threads() const { return static_cast<int>(blockDim.x); }
   __device__ bool leader() const { return threadIdx.x == 0; }
@@ -371,13 +396,12 @@ struct BlockEnv {
   }
   __device__ void sync() {
     __syncthreads();
-    // The leader's flag_add follows: make the block's writes visible at the
-    // flag's scope first (what the release does for the leader's own).
-    if (threadIdx.x == 0) fence();
+    // The leader's flag_add (a release) may follow.
+    if (full_fences && threadIdx.x == 0) fence();
   }
   __device__ int share(int v) {
     if (threadIdx.x == 0) {
-      fence();  // after the acquire: the other threads read what the flag published
+      if (full_fences) fence();  // the acquire already orders what follows
       *shared = v;
     }
     __syncthreads();
@@ -396,6 +420,21 @@ struct BlockEnv {
     if (sleep_ns != 0) __nanosleep(sleep_ns);
   }
   __device__ void between_ops() const {}
+  __device__ ExecOp op(const LaneRun& run, std::uint32_t i) {
+    if (staged == nullptr) return run.ops[i];
+    if (i >= staged_end) {
+      __syncthreads();  // every thread has read the batch before
+      const std::uint32_t n = run.count - i < kStagedOps ? run.count - i : kStagedOps;
+      const auto* from = reinterpret_cast<const unsigned long long*>(run.ops + i);
+      auto* to = reinterpret_cast<unsigned long long*>(staged);
+      const std::uint32_t words = n * static_cast<std::uint32_t>(sizeof(ExecOp) / 8);
+      for (std::uint32_t w = threadIdx.x; w < words; w += blockDim.x) to[w] = from[w];
+      staged_first = i;
+      staged_end = i + n;
+      __syncthreads();
+    }
+    return staged[i - staged_first];
+  }
 };
 #endif
 

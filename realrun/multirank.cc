@@ -23,12 +23,21 @@ struct PendingRecv {
   bool direct;          // reduced straight from the sender's buffer
 };
 
+// A region a rank sent, and the event its receiver recorded once it had
+// read it: the sender waits for it before it writes the region again.
+struct PendingPull {
+  PlanRef ref;  // in the sender's plan
+  int event;
+};
+
 class Compiler {
  public:
-  Compiler(std::span<const CompiledPlan* const> plans, CanRead can_read, void* context)
+  Compiler(std::span<const CompiledPlan* const> plans, CanRead can_read, void* context,
+           bool release_at_step_end)
       : plans_(plans),
         can_read_(can_read),
         context_(context),
+        release_at_step_end_(release_at_step_end),
         p_(static_cast<int>(plans.size())),
         sendq_(static_cast<std::size_t>(p_) * p_),
         recvq_(static_cast<std::size_t>(p_) * p_),
@@ -74,6 +83,12 @@ class Compiler {
     if (n_stuck > 0)
       throw ScheduleError("single-process run: deadlock, no rank can progress (" + stuck +
                           (n_stuck > 8 ? ", ..." : "") + ")");
+    // The iteration ends with every read of a rank's memory done, so the
+    // next one (or the caller) may write anywhere.
+    for (int r = 0; r < p_; ++r) {
+      for (const PendingPull& pull : state_[r].pulls) wait(r, pull.event);
+      state_[r].pulls.clear();
+    }
     for (int r = 0; r < p_; ++r)
       if (plans_[r]->finishes_avg()) emit({CmdKind::finish_avg, r});
     return std::move(program_);
@@ -87,7 +102,9 @@ class Compiler {
     bool direct = false;            // this step's reducing receives read the senders
     bool reduced = false;           // its direct reduces have been emitted
     std::uint32_t unconsumed = 0;   // its sends a receiver will still reduce from
-    std::vector<int> done_events;   // copies/reduces of this step's sends, to wait for
+    // Sent regions whose readers this stream has not waited for yet (any
+    // step): a write that overlaps one waits for its reader first.
+    std::vector<PendingPull> pulls;
     std::vector<std::pair<int, std::uint32_t>> direct_sends;  // (sender, send) per local
   };
 
@@ -130,13 +147,30 @@ class Compiler {
     emit({CmdKind::wait, stream, event});
   }
 
+  // Before stream r writes `ref` of its rank: wait for the readers of every
+  // region it sent that `ref` overlaps. So a sender goes on to its next step
+  // at once, and waits for its receivers only where it would overwrite what
+  // they read (the rendezvous' "sender's step ends after the receive" moved
+  // to the first write that needs it). Every write to a rank's memory is a
+  // command of its own stream.
+  void guard(int r, const PlanRef& ref) {
+    std::vector<PendingPull>& pulls = state_[r].pulls;
+    for (const PendingPull& pull : pulls)
+      if (overlap(*plans_[r], pull.ref, ref)) wait(r, pull.event);
+    // Pulls the stream has now waited for (or an event recorded after them)
+    // need no more waits.
+    std::erase_if(pulls, [&](const PendingPull& pull) {
+      return waited_[static_cast<std::size_t>(r) * p_ + program_.event_stream[pull.event]] >=
+             pull.event;
+    });
+  }
+
   void post(int r) {
     State& s = state_[r];
     const CompiledPlan& plan = *plans_[r];
     const PlanStep& step = plan.steps[s.step];
     s.posted = true;
     s.outstanding = step.sends + step.recvs;
-    s.done_events.clear();
     s.direct = direct_step(r, step);
     s.reduced = false;
     s.unconsumed = 0;
@@ -181,6 +215,7 @@ class Compiler {
         ++state_[src].unconsumed;
         continue;
       }
+      guard(dst, rm.ref);
       StreamCmd c{CmdKind::copy, dst};
       c.peer = src;
       c.send = snd.index;
@@ -188,7 +223,7 @@ class Compiler {
       emit(c);
       ++program_.copies;
       program_.bytes_copied += rm.ref.bytes;
-      if (src != dst) state_[src].done_events.push_back(record(dst));
+      if (src != dst) state_[src].pulls.push_back({sm.ref, record(dst)});
     }
   }
 
@@ -202,13 +237,14 @@ class Compiler {
     for (std::uint32_t i = 0; i < step.locals; ++i) {
       const auto [src, send] = s.direct_sends[i];
       if (src < 0) continue;
+      guard_local(r, step.first_local + i);
       StreamCmd c{CmdKind::reduce_from, r};
       c.peer = src;
       c.send = send;
       c.index = step.first_local + i;
       emit(c);
       ++program_.direct_reduces;
-      if (src != r) state_[src].done_events.push_back(record(r));
+      if (src != r) state_[src].pulls.push_back({plans_[src]->sends[send].ref, record(r)});
       --state_[src].unconsumed;
     }
   }
@@ -217,10 +253,13 @@ class Compiler {
     State& s = state_[r];
     const CompiledPlan& plan = *plans_[r];
     const PlanStep& step = plan.steps[s.step];
-    // The latest event per receiving stream covers the earlier ones.
-    for (int ev : s.done_events) wait(r, ev);
+    if (release_at_step_end_) {
+      for (const PendingPull& pull : s.pulls) wait(r, pull.event);
+      s.pulls.clear();
+    }
     for (std::uint32_t i = 0; i < step.locals; ++i) {
       if (s.direct && s.direct_sends[i].first >= 0) continue;  // done by reduce_direct
+      guard_local(r, step.first_local + i);
       StreamCmd c{CmdKind::local, r};
       c.index = step.first_local + i;
       emit(c);
@@ -229,11 +268,18 @@ class Compiler {
     s.posted = false;
   }
 
+  void guard_local(int r, std::uint32_t local) {
+    const PlanLocal& l = plans_[r]->locals[local];
+    guard(r, l.dst);
+    if (l.has_also) guard(r, l.also);
+  }
+
   std::size_t pair(int src, int dst) const { return static_cast<std::size_t>(src) * p_ + dst; }
 
   std::span<const CompiledPlan* const> plans_;
   CanRead can_read_;
   void* context_;
+  bool release_at_step_end_;
   int p_;
   std::vector<std::deque<PendingSend>> sendq_;
   std::vector<std::deque<PendingRecv>> recvq_;
@@ -245,8 +291,8 @@ class Compiler {
 }  // namespace
 
 MultiRankProgram compile_multirank(std::span<const CompiledPlan* const> plans, CanRead can_read,
-                                   void* context) {
-  return Compiler(plans, can_read, context).run();
+                                   void* context, bool release_at_step_end) {
+  return Compiler(plans, can_read, context, release_at_step_end).run();
 }
 
 void replay(const MultiRankProgram& program, std::span<const CompiledPlan* const> plans,

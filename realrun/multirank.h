@@ -7,12 +7,14 @@
 // walks the ranks' steps like the reference executor, and for each matched
 // send/recv pair emits, on the receiver's stream, a wait for the event the
 // sender recorded when the step's send data became ready, then the copy,
-// then an event the sender waits for before it writes again (the end of its
-// step). A step's local operations follow its communication on the rank's
-// own stream. The CUDA engine maps commands to cudaEventRecord,
-// cudaStreamWaitEvent, cudaMemcpy(Peer)Async and kernels; HostStreams below
-// runs the same list on host memory in a random order that respects only the
-// streams and events, so tests prove the ordering without a GPU.
+// then an event the sender waits for before it next writes a region that
+// overlaps what was read (not at the end of its step: a sender whose later
+// steps leave the sent bytes alone goes on at once; every read of a rank's
+// memory is waited for by the end of the program). A step's local
+// operations follow its communication on the rank's own stream. The CUDA engine maps commands to
+// cudaEventRecord, cudaStreamWaitEvent, cudaMemcpy(Peer)Async and kernels; HostStreams below runs
+// the same list on host memory in a random order that respects only the streams and events, so
+// tests prove the ordering without a GPU.
 #pragma once
 
 #include <cstdint>
@@ -51,15 +53,19 @@ struct MultiRankProgram {
 // and whose reduce targets do not overlap its own sends reduces straight
 // from the senders' buffers (one kernel: read both, write one) instead of
 // copying into the temp area first (2 more passes over the block); the
-// senders' step ends wait for those kernels.
+// senders wait for those kernels before they write the bytes read.
 using CanRead = bool (*)(void* context, int dst, int src);
 
 // plans[r] is rank r's plan; every plan must belong to one schedule. Throws
 // RuntimeFailure for a message whose two sides disagree on its size and
 // ScheduleError for a deadlock (no rank can progress), naming the ranks.
-// can_read null: every receive is a copy.
+// can_read null: every receive is a copy. release_at_step_end: every sender
+// waits for its step's receivers at the end of the step (the first
+// compiler's rendezvous order, kept to measure the difference on a GPU:
+// COLLKIT_RELEASE_AT_STEP_END=1, docs/BENCH.md).
 MultiRankProgram compile_multirank(std::span<const CompiledPlan* const> plans,
-                                   CanRead can_read = nullptr, void* context = nullptr);
+                                   CanRead can_read = nullptr, void* context = nullptr,
+                                   bool release_at_step_end = false);
 
 // What runs the commands. Pointers are resolved by replay(): copy gets both
 // ends' addresses, local the operation's.

@@ -196,6 +196,14 @@ class CudaMeasurementBase : public Measurement {
   std::unique_ptr<CudaEvent> start_, stop_, fork_;
 };
 
+// COLLKIT_RELEASE_AT_STEP_END=1: senders wait for their receivers at the end
+// of each step, as the first compiler did (compile_multirank), to measure
+// what waiting only before an overwrite saves.
+bool release_at_step_end() {
+  return env_tuning("COLLKIT_RELEASE_AT_STEP_END", 0, 1, 0,
+                    "1: senders wait for their receivers at the end of each step") != 0;
+}
+
 class ScheduleMeasurement final : public CudaMeasurementBase {
  public:
   ScheduleMeasurement(std::unique_ptr<Schedule> schedule, std::vector<CompiledPlan> plans,
@@ -206,7 +214,8 @@ class ScheduleMeasurement final : public CudaMeasurementBase {
     for (const CompiledPlan& p : plans_) plan_ptrs_.push_back(&p);
     for (const auto& r : ranks_) bases_.push_back(r->bases());
     engine_ = std::make_unique<CudaStreams>(rank_device);
-    program_ = compile_multirank(plan_ptrs_, &CudaStreams::can_read, engine_.get());
+    program_ =
+        compile_multirank(plan_ptrs_, &CudaStreams::can_read, engine_.get(), release_at_step_end());
     engine_->set_events(program_.event_stream);
     main_ = std::make_unique<CudaStream>(rank_device[0]);
     make_events();
@@ -457,8 +466,8 @@ class CudaBackend final : public BenchBackend {
         std::vector<const CompiledPlan*> ptrs;
         ptrs.reserve(plans.size());
         for (const CompiledPlan& p : plans) ptrs.push_back(&p);
-        const MultiRankProgram program =
-            compile_multirank(ptrs, &CudaInterpreter::can_read, interpreter.get());
+        const MultiRankProgram program = compile_multirank(
+            ptrs, &CudaInterpreter::can_read, interpreter.get(), release_at_step_end());
         const int max_lanes = interpreter->max_lanes(type);
         if (max_lanes < 1) why = interpreter->problem(type);
         if (max_lanes >= 1 && lanes_override_ > max_lanes)

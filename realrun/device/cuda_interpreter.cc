@@ -12,6 +12,10 @@ CudaInterpreter::CudaInterpreter(std::vector<int> rank_device)
     : rank_device_(std::move(rank_device)) {
   poll_sleep_ns_ = static_cast<unsigned>(env_tuning("COLLKIT_INTERPRETER_POLL_NS", 0, 1000000, 0,
                                                     "nanoseconds between two polls of a flag"));
+  full_fences_ = env_tuning("COLLKIT_INTERPRETER_FENCES", 0, 1, 0,
+                            "1: a __threadfence besides each release and acquire") != 0;
+  stage_ops_ = env_tuning("COLLKIT_INTERPRETER_STAGE", 0, 1, 1,
+                          "0: read the program in place, not through shared memory") != 0;
   peer_ = enable_peer_access(rank_device_);
   for (int d : rank_device_)
     if (std::find(devices_.begin(), devices_.end(), d) == devices_.end()) devices_.push_back(d);
@@ -119,6 +123,8 @@ void CudaInterpreter::enqueue() {
     a.avg_ranks = program_.ranks;
     a.spin_limit_ns = static_cast<std::uint64_t>(spin_limit_ms_ * 1e6);
     a.poll_sleep_ns = poll_sleep_ns_;
+    a.full_fences = full_fences_;
+    a.stage_ops = stage_ops_;
     a.system_scope = system_scope_;
     a.type = program_.type;
     a.op = program_.op;

@@ -69,6 +69,8 @@ class CudaInterpreter {
   DeviceProgram program_;
   double spin_limit_ms_ = kDefaultSpinLimitMs;
   unsigned poll_sleep_ns_ = 0;  // COLLKIT_INTERPRETER_POLL_NS: sleep between polls (0: spin)
+  bool full_fences_ = false;    // COLLKIT_INTERPRETER_FENCES=1: the first engine's fences
+  bool stage_ops_ = true;       // COLLKIT_INTERPRETER_STAGE=0: the program read in place
   bool system_scope_ = false;
 };
 

@@ -20,6 +20,8 @@ namespace {
 template <typename T>
 __global__ void __launch_bounds__(kInterpreterThreads) interpreter_kernel(InterpreterLaunch a) {
   __shared__ int shared;
+  // Raw storage: a __shared__ variable cannot have ExecOp's initialisers.
+  __shared__ alignas(16) unsigned char staged[interp::kStagedOps * sizeof(interp::ExecOp)];
   InterpreterState* st = a.state;
   const int local = static_cast<int>(blockIdx.x) / a.lanes;
   const int lane = static_cast<int>(blockIdx.x) % a.lanes;
@@ -40,7 +42,8 @@ __global__ void __launch_bounds__(kInterpreterThreads) interpreter_kernel(Interp
     run.error = &st->error;
     run.system_scope = a.system_scope;
     run.combine = a.combine;
-    interp::BlockEnv env{&shared, a.system_scope, a.poll_sleep_ns};
+    interp::BlockEnv env{&shared, a.system_scope, a.poll_sleep_ns, a.full_fences,
+                         a.stage_ops ? reinterpret_cast<interp::ExecOp*>(staged) : nullptr};
     interp::run_lane<T>(env, run);
   }
   __syncthreads();

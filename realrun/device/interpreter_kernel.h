@@ -39,6 +39,8 @@ struct InterpreterLaunch {
   int avg_ranks = 1;
   std::uint64_t spin_limit_ns = 0;
   unsigned poll_sleep_ns = 0;  // __nanosleep between two polls of a flag (0: spin)
+  bool full_fences = false;    // a __threadfence besides each release and acquire
+  bool stage_ops = true;       // read the program through shared memory
   bool system_scope = false;   // ranks on several GPUs
   DataType type = DataType::float32;
   RedOp op = RedOp::sum;

@@ -41,12 +41,14 @@ bool host_can_read(void*, int, int) { return true; }
 // All ranks of one schedule in one process; `direct`: receives that reduce
 // read the sender's buffer (no temp copy) where the compiler allows it.
 struct World {
-  World(const Schedule& s, DataType type, RedOp op, bool in_place, bool direct = false) {
+  World(const Schedule& s, DataType type, RedOp op, bool in_place, bool direct = false,
+        bool release_at_step_end = false) {
     for (int r = 0; r < s.ranks(); ++r) plans.push_back(compile_plan(s, r, type, op, in_place));
     for (const CompiledPlan& p : plans) ptrs.push_back(&p);
     for (const CompiledPlan& p : plans) ranks.push_back(std::make_unique<HostRank>(p));
     for (const auto& r : ranks) bases.push_back(r->bases);
-    program = compile_multirank(ptrs, direct ? &host_can_read : nullptr, nullptr);
+    program =
+        compile_multirank(ptrs, direct ? &host_can_read : nullptr, nullptr, release_at_step_end);
   }
   void run(std::uint64_t seed, int iterations = 1) {
     HostStreams engine(static_cast<int>(plans.size()),
@@ -74,8 +76,9 @@ std::unique_ptr<Schedule> schedule(Collective c, const std::string& algorithm, i
 }
 
 std::vector<Values> run_world(const Schedule& s, const std::vector<Values>& in, RedOp op,
-                              bool in_place, std::uint64_t seed, bool direct = false) {
-  World w(s, DataType::int64, op, in_place, direct);
+                              bool in_place, std::uint64_t seed, bool direct = false,
+                              bool release_at_step_end = false) {
+  World w(s, DataType::int64, op, in_place, direct, release_at_step_end);
   for (int r = 0; r < s.ranks(); ++r) {
     const CompiledPlan& p = w.plans[r];
     if (!in_place && p.output_bytes > 0)
@@ -205,6 +208,54 @@ TEST(MultiRankTest, DroppingTheWaitsIsCaught) {
       wrong_runs += wrong ? 1 : 0;
     }
     EXPECT_GT(wrong_runs, 0) << "no seed exposed the missing waits" << (direct ? " (direct)" : "");
+  }
+}
+
+// A sender waits for its receivers only before it overwrites what they read:
+// in ring all_reduce's reduce-scatter half no rank writes a block it sent,
+// so each step has one wait (the sender's "ready") where waiting at the end
+// of every step adds one per step. Both orders compute the collective.
+TEST(MultiRankTest, SendersWaitForReadersOnlyBeforeOverwriting) {
+  const int p = 8;
+  const std::int64_t n = 8000;
+  const auto s = schedule(Collective::all_reduce, "ring", p, 0, n, 8);
+  for (bool direct : {false, true}) {
+    std::int64_t waits[2] = {0, 0};  // [release_at_step_end] on stream 0 in the first half
+    std::int64_t total[2] = {0, 0};
+    for (bool step_end : {false, true}) {
+      World w(*s, DataType::int64, RedOp::sum, false, direct, step_end);
+      int reduces = 0;
+      for (const StreamCmd& c : w.program.cmds) {
+        total[step_end] += c.kind == CmdKind::wait;
+        // Rank 0's first half: its input copy, then p - 1 reduces.
+        if (c.stream != 0 || reduces == p) continue;
+        reduces += c.kind == CmdKind::reduce_from || c.kind == CmdKind::local;
+        waits[step_end] += c.kind == CmdKind::wait;
+      }
+    }
+    EXPECT_EQ(waits[false], p - 1) << direct;
+    // At the end of each step, a second wait: before the step's reduce where
+    // it is a local one (copied into temp first), after it where it reads
+    // the sender (so the last step's falls after the half).
+    EXPECT_EQ(waits[true], 2 * (p - 1) - (direct ? 1 : 0)) << direct;
+    EXPECT_LT(total[false], total[true]) << direct;
+  }
+  for (const char* algorithm : {"ring", "rabenseifner", "double_binary_tree", "linear"}) {
+    for (int q = 2; q <= 8; ++q) {
+      for (std::int64_t count : {std::int64_t{1}, std::int64_t{5} * q + 3}) {
+        const auto t = schedule(Collective::all_reduce, algorithm, q, 0, count, 8);
+        std::vector<Values> in;
+        for (int r = 0; r < q; ++r)
+          in.push_back(naive_input(Collective::all_reduce, q, r, 0, count));
+        for (bool step_end : {false, true}) {
+          const std::vector<Values> out =
+              run_world(*t, in, RedOp::sum, false, 7, /*direct=*/true, step_end);
+          for (int r = 0; r < q; ++r)
+            EXPECT_EQ(out[r], naive_output(Collective::all_reduce, RedOp::sum, q, r, 0, count, in))
+                << algorithm << " p=" << q << " n=" << count << " step_end=" << step_end;
+        }
+      }
+    }
   }
 }
 
