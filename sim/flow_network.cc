@@ -120,7 +120,18 @@ void FlowNetwork::pop_at(double time, std::vector<std::uint32_t>& completed) {
   popped_.clear();
   popped_.swap(groups_[g].items);
   free_groups_.push_back(g);
-  for (const Pending& e : popped_) {
+  // An instant's events are spread over thousands of flows: each entry is a
+  // cache miss (both lines: the stamp, then the hops that join and leave
+  // walk), so the entry kPrefetch events ahead is fetched meanwhile.
+  constexpr std::size_t kPrefetch = 8;
+  const std::size_t n = popped_.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kPrefetch < n) {
+      const Flow* ahead = &flows_[popped_[i + kPrefetch].flow];
+      __builtin_prefetch(ahead);
+      __builtin_prefetch(ahead->hop);
+    }
+    const Pending& e = popped_[i];
     Flow& flow = flows_[e.flow];
     if (flow.stamp != e.stamp) continue;
     ++flow.stamp;  // consumed: no event is pending until the next schedule()
