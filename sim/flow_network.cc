@@ -85,7 +85,7 @@ void FlowNetwork::join(std::uint32_t f) {
     hop[h].pos = static_cast<std::uint32_t>(link.flows.size());
     link.flows.push_back(LinkFlow{f, h, hop[h].weight});
     max_link_flows_ = std::max(max_link_flows_, static_cast<std::int64_t>(link.flows.size()));
-    dirty_links_.push_back(hop[h].link);
+    mark_dirty(hop[h].link, link);
   }
   flow.active = true;
 }
@@ -100,7 +100,7 @@ void FlowNetwork::leave(std::uint32_t f) {
     link.flows[hop.pos] = moved;
     hops_of(moved.flow)[moved.hop].pos = hop.pos;
     link.flows.pop_back();
-    dirty_links_.push_back(hop.link);
+    mark_dirty(hop.link, link);
   }
   flow.rate = 0;
   flow.active = false;
@@ -241,6 +241,7 @@ void FlowNetwork::reallocate(double now) {
   // keep the filling heap small.
   ++epoch_;
   for (std::uint32_t start : dirty_links_) {
+    links_[start].dirty = false;
     if (links_[start].mark == epoch_) continue;
     links_[start].mark = epoch_;
     comp_links_.assign(1, start);
