@@ -247,6 +247,14 @@ void FlowNetwork::reallocate(double now) {
     comp_links_.assign(1, start);
     comp_flows_.clear();
     for (std::size_t i = 0; i < comp_links_.size(); ++i) {
+      // The walk hops from flow to link to flow, each a likely cache miss:
+      // the next link's flows are fetched while this one's are visited.
+      if (i + 1 < comp_links_.size()) {
+        for (const LinkFlow& lf : links_[comp_links_[i + 1]].flows) {
+          __builtin_prefetch(&hot_[lf.flow]);
+          __builtin_prefetch(flows_[lf.flow].hop);
+        }
+      }
       for (const LinkFlow& lf : links_[comp_links_[i]].flows) {
         FlowHot& hot = hot_[lf.flow];
         if (hot.mark == epoch_) continue;
@@ -260,6 +268,7 @@ void FlowNetwork::reallocate(double now) {
           if (link.mark == epoch_) continue;
           link.mark = epoch_;
           comp_links_.push_back(hop.link);
+          __builtin_prefetch(link.flows.data());
         }
       }
     }
