@@ -28,20 +28,24 @@ void FlowNetwork::schedule(std::uint32_t flow, double time) {
   std::uint64_t bits;
   static_assert(sizeof bits == sizeof time);
   std::memcpy(&bits, &time, sizeof bits);
-  bool inserted = false;
-  std::uint32_t& slot = group_of_.insert(bits, inserted);
-  if (inserted) {
-    if (!free_groups_.empty()) {
-      slot = free_groups_.back();
-      free_groups_.pop_back();
-    } else {
-      slot = static_cast<std::uint32_t>(groups_.size());
-      groups_.emplace_back();
+  if (last_group_ == kNone || bits != last_bits_) {
+    bool inserted = false;
+    std::uint32_t& slot = group_of_.insert(bits, inserted);
+    if (inserted) {
+      if (!free_groups_.empty()) {
+        slot = free_groups_.back();
+        free_groups_.pop_back();
+      } else {
+        slot = static_cast<std::uint32_t>(groups_.size());
+        groups_.emplace_back();
+      }
+      groups_[slot].time = time;
+      times_.emplace(time, slot);
     }
-    groups_[slot].time = time;
-    times_.emplace(time, slot);
+    last_bits_ = bits;
+    last_group_ = slot;
   }
-  groups_[slot].items.push_back(Pending{flow, stamp});
+  groups_[last_group_].items.push_back(Pending{flow, stamp});
 }
 
 void FlowNetwork::add(double start, const std::uint32_t* slots, std::uint32_t hops, double bytes,
@@ -115,6 +119,7 @@ void FlowNetwork::pop_at(double time, std::vector<std::uint32_t>& completed) {
   std::uint64_t bits;
   std::memcpy(&bits, &time, sizeof bits);
   group_of_.erase(bits);
+  if (last_group_ == g) last_group_ = kNone;
   // Swapped out so that the group can be reused at once; events scheduled for
   // this same instant while the caller reacts land in a fresh group.
   popped_.clear();

@@ -163,6 +163,12 @@ class FlowNetwork {
   std::vector<std::vector<Hop>> long_hops_;
   std::vector<std::uint32_t> free_flows_;
   FlatMap<std::uint32_t> group_of_;  // bit pattern of a time -> its group
+  // The group of the last schedule() (kNone once popped): flows that a
+  // component's rates set in lock step end at one time, and 99% of the
+  // schedules of an nccl all_reduce on 1024 ranks repeat the previous time,
+  // so they skip the lookup in group_of_.
+  std::uint64_t last_bits_ = 0;
+  std::uint32_t last_group_ = kNone;
   std::vector<Group> groups_;
   std::vector<std::uint32_t> free_groups_;
   // Distinct times only: two groups never share a time while both are queued.
