@@ -12,14 +12,14 @@ std::uint32_t FlowNetwork::link_slot(LinkId id) {
   if (inserted) {
     slot = static_cast<std::uint32_t>(links_.size());
     links_.emplace_back();
-    links_.back().capacity = topology_.link(id).bandwidth;
+    capacity_.push_back(topology_.link(id).bandwidth);
   }
   return slot;
 }
 
 std::uint32_t FlowNetwork::add_virtual_link(double capacity) {
   links_.emplace_back();
-  links_.back().capacity = capacity;
+  capacity_.push_back(capacity);
   return static_cast<std::uint32_t>(links_.size() - 1);
 }
 
@@ -168,12 +168,12 @@ void FlowNetwork::fill() {
   const ShareLater later;
   for (std::uint32_t l : comp_links_) {
     Link& link = links_[l];
-    link.fill_left = link.capacity;
+    link.fill_left = capacity_[l];
     link.fill_count = static_cast<std::uint32_t>(link.flows.size());
     link.fill_weight = 0;
     for (const LinkFlow& lf : link.flows) link.fill_weight += lf.weight;
     ++link.fill_version;
-    link.fill_key = link.capacity / link.fill_weight;
+    link.fill_key = capacity_[l] / link.fill_weight;
     if (link.fill_count > 0) fill_heap_.push_back(Share{link.fill_key, l, link.fill_version});
   }
   std::make_heap(fill_heap_.begin(), fill_heap_.end(), later);
@@ -285,7 +285,7 @@ void FlowNetwork::reallocate(double now) {
       double level = std::numeric_limits<double>::infinity();
       const Hop* const hops = hops_of(comp_flows_.front());
       for (std::uint32_t h = 0; h < hot_[comp_flows_.front()].hops; ++h)
-        level = std::min(level, links_[hops[h].link].capacity / hops[h].weight);
+        level = std::min(level, capacity_[hops[h].link] / hops[h].weight);
       flow.fill_rate = level * flow.lanes;
     } else {
       fill();

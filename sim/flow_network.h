@@ -94,18 +94,21 @@ class FlowNetwork {
     std::uint32_t hop;
     double weight;  // the hop's weight, read here by fill() without visiting the flow
   };
-  struct Link {
-    double capacity = 0;
+  // One cache line per link (its capacity is in capacity_): at 80 bytes
+  // most links straddled two, and joins, leaves, component walks and
+  // filling all visit links at random.
+  struct alignas(64) Link {
     std::vector<LinkFlow> flows;
     double fill_left = 0;
-    std::uint32_t fill_count = 0;
     double fill_weight = 0;  // sum of the unfrozen flows' hop weights
     double fill_key = 0;     // share of its live heap entry (<= the current share)
+    std::uint32_t fill_count = 0;
     std::uint32_t fill_version = 0;
     std::uint32_t mark = 0;
     bool touched = false;  // fill(): in touched_
     bool dirty = false;    // in dirty_links_
   };
+  static_assert(sizeof(Link) == 64, "one cache line per link");
   // Events are grouped by exact time: collectives move in lock step, so many
   // flows start or end at the same instant (about 30 per instant for ring on
   // a fat tree). A heap orders the distinct times; each time's group lists
@@ -158,6 +161,7 @@ class FlowNetwork {
   const Topology& topology_;
   FlatMap<std::uint32_t> slot_of_;
   std::vector<Link> links_;
+  std::vector<double> capacity_;  // by link slot
   std::vector<Flow> flows_;
   std::vector<FlowHot> hot_;
   std::vector<std::vector<Hop>> long_hops_;
