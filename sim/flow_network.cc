@@ -167,13 +167,7 @@ void FlowNetwork::fill() {
   fill_heap_.clear();
   const ShareLater later;
   for (std::uint32_t l : comp_links_) {
-    Link& link = links_[l];
-    link.fill_left = capacity_[l];
-    link.fill_count = static_cast<std::uint32_t>(link.flows.size());
-    link.fill_weight = 0;
-    for (const LinkFlow& lf : link.flows) link.fill_weight += lf.weight;
-    ++link.fill_version;
-    link.fill_key = capacity_[l] / link.fill_weight;
+    const Link& link = links_[l];
     if (link.fill_count > 0) fill_heap_.push_back(Share{link.fill_key, l, link.fill_version});
   }
   std::make_heap(fill_heap_.begin(), fill_heap_.end(), later);
@@ -260,7 +254,13 @@ void FlowNetwork::reallocate(double now) {
           __builtin_prefetch(flows_[lf.flow].hop);
         }
       }
-      for (const LinkFlow& lf : links_[comp_links_[i]].flows) {
+      // The link's filling state is set up here, while its flows are at
+      // hand, rather than in a second pass in fill().
+      const std::uint32_t l = comp_links_[i];
+      Link& current = links_[l];
+      double weight = 0;
+      for (const LinkFlow& lf : current.flows) {
+        weight += lf.weight;
         FlowHot& hot = hot_[lf.flow];
         if (hot.mark == epoch_) continue;
         hot.mark = epoch_;
@@ -276,6 +276,11 @@ void FlowNetwork::reallocate(double now) {
           __builtin_prefetch(link.flows.data());
         }
       }
+      current.fill_left = capacity_[l];
+      current.fill_count = static_cast<std::uint32_t>(current.flows.size());
+      current.fill_weight = weight;
+      ++current.fill_version;
+      current.fill_key = capacity_[l] / weight;
     }
     if (comp_flows_.empty()) continue;
     if (comp_flows_.size() == 1) {

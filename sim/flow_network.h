@@ -145,7 +145,8 @@ class FlowNetwork {
   }
   void schedule(std::uint32_t flow, double time);
   void join(std::uint32_t f);
-  // Max-min fair rates (fill_rate) of the flows in comp_flows_.
+  // Max-min fair rates (fill_rate) of the flows in comp_flows_, from the
+  // filling state reallocate() gave the links in comp_links_.
   void fill();
   void leave(std::uint32_t f);
   // Lists a link whose flows changed for the next reallocate(), once: an
