@@ -164,23 +164,41 @@ void FlowNetwork::fill() {
   // since no entry exceeds its link's current share, that link has the
   // smallest (share, slot) of all, as with an entry per change. A share that
   // rounding lowers is pushed at once.
+  //
+  // The initial entries (one per link, a strict order: no two share a slot)
+  // are sorted instead of heaped, and the heap holds only the entries pushed
+  // later (a few per fill): the next entry is the smaller of the sorted
+  // run's head and the heap's top, the same sequence a heap of all of them
+  // pops (entries equal in both share and slot are one live and stale ones
+  // of a link, skipped in either order). Most initial entries end stale
+  // (their flows froze elsewhere) or unreached, and a stale one now costs a
+  // step along the run rather than a pop.
   fill_heap_.clear();
+  fill_sorted_.clear();
   const ShareLater later;
   for (std::uint32_t l : comp_links_) {
     const Link& link = links_[l];
-    if (link.fill_count > 0) fill_heap_.push_back(Share{link.fill_key, l, link.fill_version});
+    if (link.fill_count > 0) fill_sorted_.push_back(Share{link.fill_key, l, link.fill_version});
   }
-  std::make_heap(fill_heap_.begin(), fill_heap_.end(), later);
+  std::sort(fill_sorted_.begin(), fill_sorted_.end(),
+            [&later](const Share& a, const Share& b) { return later(b, a); });
+  std::size_t next = 0;  // the sorted run's head
   // Shares are non-decreasing in exact arithmetic; the floor keeps rounding in
   // fill_left from ever producing a smaller (or zero) rate.
   double floor = 0;
-  // Once every flow is frozen every link's count is 0: what is left in the
-  // heap would only be popped and skipped.
+  // Once every flow is frozen every link's count is 0: what is left would
+  // only be popped and skipped.
   std::size_t unfrozen = comp_flows_.size();
-  while (unfrozen > 0 && !fill_heap_.empty()) {
-    std::pop_heap(fill_heap_.begin(), fill_heap_.end(), later);
-    const Share top = fill_heap_.back();
-    fill_heap_.pop_back();
+  while (unfrozen > 0 && (next < fill_sorted_.size() || !fill_heap_.empty())) {
+    Share top;
+    if (next == fill_sorted_.size() ||
+        (!fill_heap_.empty() && later(fill_sorted_[next], fill_heap_.front()))) {
+      std::pop_heap(fill_heap_.begin(), fill_heap_.end(), later);
+      top = fill_heap_.back();
+      fill_heap_.pop_back();
+    } else {
+      top = fill_sorted_[next++];
+    }
     Link& bottleneck = links_[top.link];
     if (top.version != bottleneck.fill_version || bottleneck.fill_count == 0) continue;
     const double share = std::max(bottleneck.fill_left, 0.0) / bottleneck.fill_weight;

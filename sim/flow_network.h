@@ -101,7 +101,7 @@ class FlowNetwork {
     std::vector<LinkFlow> flows;
     double fill_left = 0;
     double fill_weight = 0;  // sum of the unfrozen flows' hop weights
-    double fill_key = 0;     // share of its live heap entry (<= the current share)
+    double fill_key = 0;     // share of its live entry (<= the current share)
     std::uint32_t fill_count = 0;
     std::uint32_t fill_version = 0;
     std::uint32_t mark = 0;
@@ -188,7 +188,8 @@ class FlowNetwork {
   std::uint32_t epoch_ = 0;
   std::vector<std::uint32_t> comp_links_;
   std::vector<std::uint32_t> comp_flows_;
-  std::vector<Share> fill_heap_;
+  std::vector<Share> fill_sorted_;  // fill(): the links' initial entries, in order
+  std::vector<Share> fill_heap_;    // fill(): the entries pushed since
   std::vector<std::uint32_t> touched_;
 };
 
