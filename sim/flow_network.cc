@@ -12,14 +12,14 @@ std::uint32_t FlowNetwork::link_slot(LinkId id) {
   if (inserted) {
     slot = static_cast<std::uint32_t>(links_.size());
     links_.emplace_back();
-    links_.back().capacity = topology_.link(id).bandwidth;
+    capacity_.push_back(topology_.link(id).bandwidth);
   }
   return slot;
 }
 
 std::uint32_t FlowNetwork::add_virtual_link(double capacity) {
   links_.emplace_back();
-  links_.back().capacity = capacity;
+  capacity_.push_back(capacity);
   return static_cast<std::uint32_t>(links_.size() - 1);
 }
 
@@ -28,20 +28,24 @@ void FlowNetwork::schedule(std::uint32_t flow, double time) {
   std::uint64_t bits;
   static_assert(sizeof bits == sizeof time);
   std::memcpy(&bits, &time, sizeof bits);
-  bool inserted = false;
-  std::uint32_t& slot = group_of_.insert(bits, inserted);
-  if (inserted) {
-    if (!free_groups_.empty()) {
-      slot = free_groups_.back();
-      free_groups_.pop_back();
-    } else {
-      slot = static_cast<std::uint32_t>(groups_.size());
-      groups_.emplace_back();
+  if (last_group_ == kNone || bits != last_bits_) {
+    bool inserted = false;
+    std::uint32_t& slot = group_of_.insert(bits, inserted);
+    if (inserted) {
+      if (!free_groups_.empty()) {
+        slot = free_groups_.back();
+        free_groups_.pop_back();
+      } else {
+        slot = static_cast<std::uint32_t>(groups_.size());
+        groups_.emplace_back();
+      }
+      groups_[slot].time = time;
+      times_.emplace(time, slot);
     }
-    groups_[slot].time = time;
-    times_.emplace(time, slot);
+    last_bits_ = bits;
+    last_group_ = slot;
   }
-  groups_[slot].items.push_back(Pending{flow, stamp});
+  groups_[last_group_].items.push_back(Pending{flow, stamp});
 }
 
 void FlowNetwork::add(double start, const std::uint32_t* slots, std::uint32_t hops, double bytes,
@@ -85,7 +89,7 @@ void FlowNetwork::join(std::uint32_t f) {
     hop[h].pos = static_cast<std::uint32_t>(link.flows.size());
     link.flows.push_back(LinkFlow{f, h, hop[h].weight});
     max_link_flows_ = std::max(max_link_flows_, static_cast<std::int64_t>(link.flows.size()));
-    dirty_links_.push_back(hop[h].link);
+    mark_dirty(hop[h].link, link);
   }
   flow.active = true;
 }
@@ -100,7 +104,7 @@ void FlowNetwork::leave(std::uint32_t f) {
     link.flows[hop.pos] = moved;
     hops_of(moved.flow)[moved.hop].pos = hop.pos;
     link.flows.pop_back();
-    dirty_links_.push_back(hop.link);
+    mark_dirty(hop.link, link);
   }
   flow.rate = 0;
   flow.active = false;
@@ -115,12 +119,24 @@ void FlowNetwork::pop_at(double time, std::vector<std::uint32_t>& completed) {
   std::uint64_t bits;
   std::memcpy(&bits, &time, sizeof bits);
   group_of_.erase(bits);
+  if (last_group_ == g) last_group_ = kNone;
   // Swapped out so that the group can be reused at once; events scheduled for
   // this same instant while the caller reacts land in a fresh group.
   popped_.clear();
   popped_.swap(groups_[g].items);
   free_groups_.push_back(g);
-  for (const Pending& e : popped_) {
+  // An instant's events are spread over thousands of flows: each entry is a
+  // cache miss (both lines: the stamp, then the hops that join and leave
+  // walk), so the entry kPrefetch events ahead is fetched meanwhile.
+  constexpr std::size_t kPrefetch = 8;
+  const std::size_t n = popped_.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kPrefetch < n) {
+      const Flow* ahead = &flows_[popped_[i + kPrefetch].flow];
+      __builtin_prefetch(ahead);
+      __builtin_prefetch(ahead->hop);
+    }
+    const Pending& e = popped_[i];
     Flow& flow = flows_[e.flow];
     if (flow.stamp != e.stamp) continue;
     ++flow.stamp;  // consumed: no event is pending until the next schedule()
@@ -148,29 +164,41 @@ void FlowNetwork::fill() {
   // since no entry exceeds its link's current share, that link has the
   // smallest (share, slot) of all, as with an entry per change. A share that
   // rounding lowers is pushed at once.
+  //
+  // The initial entries (one per link, a strict order: no two share a slot)
+  // are sorted instead of heaped, and the heap holds only the entries pushed
+  // later (a few per fill): the next entry is the smaller of the sorted
+  // run's head and the heap's top, the same sequence a heap of all of them
+  // pops (entries equal in both share and slot are one live and stale ones
+  // of a link, skipped in either order). Most initial entries end stale
+  // (their flows froze elsewhere) or unreached, and a stale one now costs a
+  // step along the run rather than a pop.
   fill_heap_.clear();
+  fill_sorted_.clear();
   const ShareLater later;
   for (std::uint32_t l : comp_links_) {
-    Link& link = links_[l];
-    link.fill_left = link.capacity;
-    link.fill_count = static_cast<std::uint32_t>(link.flows.size());
-    link.fill_weight = 0;
-    for (const LinkFlow& lf : link.flows) link.fill_weight += lf.weight;
-    ++link.fill_version;
-    link.fill_key = link.capacity / link.fill_weight;
-    if (link.fill_count > 0) fill_heap_.push_back(Share{link.fill_key, l, link.fill_version});
+    const Link& link = links_[l];
+    if (link.fill_count > 0) fill_sorted_.push_back(Share{link.fill_key, l, link.fill_version});
   }
-  std::make_heap(fill_heap_.begin(), fill_heap_.end(), later);
+  std::sort(fill_sorted_.begin(), fill_sorted_.end(),
+            [&later](const Share& a, const Share& b) { return later(b, a); });
+  std::size_t next = 0;  // the sorted run's head
   // Shares are non-decreasing in exact arithmetic; the floor keeps rounding in
   // fill_left from ever producing a smaller (or zero) rate.
   double floor = 0;
-  // Once every flow is frozen every link's count is 0: what is left in the
-  // heap would only be popped and skipped.
+  // Once every flow is frozen every link's count is 0: what is left would
+  // only be popped and skipped.
   std::size_t unfrozen = comp_flows_.size();
-  while (unfrozen > 0 && !fill_heap_.empty()) {
-    std::pop_heap(fill_heap_.begin(), fill_heap_.end(), later);
-    const Share top = fill_heap_.back();
-    fill_heap_.pop_back();
+  while (unfrozen > 0 && (next < fill_sorted_.size() || !fill_heap_.empty())) {
+    Share top;
+    if (next == fill_sorted_.size() ||
+        (!fill_heap_.empty() && later(fill_sorted_[next], fill_heap_.front()))) {
+      std::pop_heap(fill_heap_.begin(), fill_heap_.end(), later);
+      top = fill_heap_.back();
+      fill_heap_.pop_back();
+    } else {
+      top = fill_sorted_[next++];
+    }
     Link& bottleneck = links_[top.link];
     if (top.version != bottleneck.fill_version || bottleneck.fill_count == 0) continue;
     const double share = std::max(bottleneck.fill_left, 0.0) / bottleneck.fill_weight;
@@ -230,12 +258,27 @@ void FlowNetwork::reallocate(double now) {
   // keep the filling heap small.
   ++epoch_;
   for (std::uint32_t start : dirty_links_) {
+    links_[start].dirty = false;
     if (links_[start].mark == epoch_) continue;
     links_[start].mark = epoch_;
     comp_links_.assign(1, start);
     comp_flows_.clear();
     for (std::size_t i = 0; i < comp_links_.size(); ++i) {
-      for (const LinkFlow& lf : links_[comp_links_[i]].flows) {
+      // The walk hops from flow to link to flow, each a likely cache miss:
+      // the next link's flows are fetched while this one's are visited.
+      if (i + 1 < comp_links_.size()) {
+        for (const LinkFlow& lf : links_[comp_links_[i + 1]].flows) {
+          __builtin_prefetch(&hot_[lf.flow]);
+          __builtin_prefetch(flows_[lf.flow].hop);
+        }
+      }
+      // The link's filling state is set up here, while its flows are at
+      // hand, rather than in a second pass in fill().
+      const std::uint32_t l = comp_links_[i];
+      Link& current = links_[l];
+      double weight = 0;
+      for (const LinkFlow& lf : current.flows) {
+        weight += lf.weight;
         FlowHot& hot = hot_[lf.flow];
         if (hot.mark == epoch_) continue;
         hot.mark = epoch_;
@@ -248,8 +291,14 @@ void FlowNetwork::reallocate(double now) {
           if (link.mark == epoch_) continue;
           link.mark = epoch_;
           comp_links_.push_back(hop.link);
+          __builtin_prefetch(link.flows.data());
         }
       }
+      current.fill_left = capacity_[l];
+      current.fill_count = static_cast<std::uint32_t>(current.flows.size());
+      current.fill_weight = weight;
+      ++current.fill_version;
+      current.fill_key = capacity_[l] / weight;
     }
     if (comp_flows_.empty()) continue;
     if (comp_flows_.size() == 1) {
@@ -259,7 +308,7 @@ void FlowNetwork::reallocate(double now) {
       double level = std::numeric_limits<double>::infinity();
       const Hop* const hops = hops_of(comp_flows_.front());
       for (std::uint32_t h = 0; h < hot_[comp_flows_.front()].hops; ++h)
-        level = std::min(level, links_[hops[h].link].capacity / hops[h].weight);
+        level = std::min(level, capacity_[hops[h].link] / hops[h].weight);
       flow.fill_rate = level * flow.lanes;
     } else {
       fill();
