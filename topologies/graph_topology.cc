@@ -407,15 +407,19 @@ void GraphTopology::route(int src, int dst, std::vector<LinkId>& out) const {
   };
   while (v != root) {
     const std::int64_t dv = tree_of_root.dist(v);
+    // One pass: the narrowest bandwidth among the tight in-links and how
+    // many of them have it.
     double narrowest = std::numeric_limits<double>::infinity();
-    for (std::int64_t i = in_begin_[v]; i < in_begin_[v + 1]; ++i) {
-      const LinkId l = in_links_[i];
-      if (tight(l, dv)) narrowest = std::min(narrowest, classes_[link_class_[l]].bandwidth);
-    }
     std::int64_t count = 0;
     for (std::int64_t i = in_begin_[v]; i < in_begin_[v + 1]; ++i) {
       const LinkId l = in_links_[i];
-      if (tight(l, dv) && classes_[link_class_[l]].bandwidth == narrowest) ++count;
+      if (!tight(l, dv)) continue;
+      const double bw = classes_[link_class_[l]].bandwidth;
+      if (bw < narrowest) {
+        narrowest = bw;
+        count = 0;
+      }
+      if (bw == narrowest) ++count;
     }
     std::int64_t pick = static_cast<std::int64_t>(sel % static_cast<std::uint64_t>(count));
     sel /= static_cast<std::uint64_t>(count);
