@@ -16,11 +16,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/dtypes.h"
+#include "core/json.h"
 #include "reports/compare.h"
 #include "reports/inputs.h"
 #include "reports/sweep_report.h"
@@ -46,6 +49,9 @@ struct Table {
   int launch_devices;  // 8 for nccl-tests -g 8, 1 for one process per GPU
   double target[3];    // the targets, percent
   double bound[3];     // what is asserted, percent (== target where met)
+  // 0: the topology file as it is (its first `ranks` ranks). g > 0: the
+  // cluster file with only g GPUs of each node used (below).
+  int gpus_per_node = 0;
 };
 
 // clang-format off
@@ -78,8 +84,52 @@ const Table kTables[] = {
      "h100-cluster-16x8", "nccl", DataType::float64, 1, {-1, 15, 8}, {-1, 48, 19}},
     {"h100x80_10node_alltoall_xxrjun-cluster01.txt", Collective::all_to_all, 80,
      "h100-cluster-16x8", "nccl", DataType::float64, 1, {-1, 15, 8}, {-1, 28, 8}},
+    // The same 10 nodes running 1, 2 and 4 processes a node (GPUs 0..g-1).
+    {"h100x10_10node-1pernode_allreduce_xxrjun-cluster01.txt", Collective::all_reduce, 10,
+     "h100-cluster-16x8", "nccl", DataType::float64, 1, {-1, 15, 8}, {-1, 15, 8}, 1},
+    {"h100x10_10node-1pernode_allgather_xxrjun-cluster01.txt", Collective::all_gather, 10,
+     "h100-cluster-16x8", "nccl", DataType::float64, 1, {-1, 15, 8}, {-1, 15, 8}, 1},
+    {"h100x10_10node-1pernode_reducescatter_xxrjun-cluster01.txt", Collective::reduce_scatter, 10,
+     "h100-cluster-16x8", "nccl", DataType::float64, 1, {-1, 15, 8}, {-1, 15, 8}, 1},
+    {"h100x10_10node-1pernode_alltoall_xxrjun-cluster01.txt", Collective::all_to_all, 10,
+     "h100-cluster-16x8", "nccl", DataType::float64, 1, {-1, 15, 8}, {-1, 15, 8}, 1},
+    {"h100x20_10node-2pernode_allreduce_xxrjun-cluster01.txt", Collective::all_reduce, 20,
+     "h100-cluster-16x8", "nccl", DataType::float64, 1, {-1, 15, 8}, {-1, 15, 8}, 2},
+    {"h100x20_10node-2pernode_allgather_xxrjun-cluster01.txt", Collective::all_gather, 20,
+     "h100-cluster-16x8", "nccl", DataType::float64, 1, {-1, 15, 8}, {-1, 15, 8}, 2},
+    {"h100x20_10node-2pernode_reducescatter_xxrjun-cluster01.txt", Collective::reduce_scatter, 20,
+     "h100-cluster-16x8", "nccl", DataType::float64, 1, {-1, 15, 8}, {-1, 15, 8}, 2},
+    {"h100x20_10node-2pernode_alltoall_xxrjun-cluster01.txt", Collective::all_to_all, 20,
+     "h100-cluster-16x8", "nccl", DataType::float64, 1, {-1, 15, 8}, {-1, 15, 8}, 2},
+    {"h100x40_10node-4pernode_allreduce_xxrjun-cluster01.txt", Collective::all_reduce, 40,
+     "h100-cluster-16x8", "nccl", DataType::float64, 1, {-1, 15, 8}, {-1, 28, 8}, 4},
+    {"h100x40_10node-4pernode_allgather_xxrjun-cluster01.txt", Collective::all_gather, 40,
+     "h100-cluster-16x8", "nccl", DataType::float64, 1, {-1, 15, 8}, {-1, 24, 8}, 4},
+    {"h100x40_10node-4pernode_reducescatter_xxrjun-cluster01.txt", Collective::reduce_scatter, 40,
+     "h100-cluster-16x8", "nccl", DataType::float64, 1, {-1, 15, 8}, {-1, 24, 8}, 4},
+    {"h100x40_10node-4pernode_alltoall_xxrjun-cluster01.txt", Collective::all_to_all, 40,
+     "h100-cluster-16x8", "nccl", DataType::float64, 1, {-1, 15, 8}, {-1, 25, 8}, 4},
 };
 // clang-format on
+
+// A cluster file's machine with only GPUs 0..g-1 of each node used, as a run
+// of g processes a node has it: GPU j sends through NIC j, so NICs 0..g-1
+// carry the traffic. The file's generator gets `ranks / g` nodes of g
+// devices and g NICs; everything else (links, protocols, switches) is the
+// file's. NCCL's graph figures in the file's "nccl" block describe its
+// search on 8 GPUs, so they are dropped and the channel search derives them.
+std::unique_ptr<Topology> cluster_using(const std::string& path, int ranks, int g) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  Json top = Json::parse(text.str());
+  Json& gen = top.at("generator");
+  gen["nodes"] = ranks / g;
+  gen["devices_per_node"] = g;
+  gen["nics_per_node"] = g;
+  for (const char* key : {"ring", "tree", "nvls", "runtime_channels"}) top["nccl"].erase(key);
+  return parse_topology(top.dump(), path + " (" + std::to_string(g) + " GPUs a node)", ranks);
+}
 
 class NcclTestsAccuracy : public ::testing::TestWithParam<Table> {};
 
@@ -98,8 +148,10 @@ TEST_P(NcclTestsAccuracy, MedianErrorPerBandWithinBound) {
   for (const ResultRow& row : measured.results)
     if (row.bytes > 0 && (sweep.sizes.empty() || sweep.sizes.back() != row.bytes))
       sweep.sizes.push_back(row.bytes);
-  const std::unique_ptr<Topology> topology =
-      load_topology(kTopologies + t.topology + ".json", t.ranks);
+  const std::string file = kTopologies + t.topology + ".json";
+  const std::unique_ptr<Topology> topology = t.gpus_per_node > 0
+                                                 ? cluster_using(file, t.ranks, t.gpus_per_node)
+                                                 : load_topology(file, t.ranks);
   sweep.ranks = topology->num_ranks();
   sweep.model = cost_params_of(*topology, sweep.ranks);
   SimOptions sim;
