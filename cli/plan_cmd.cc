@@ -32,7 +32,7 @@ struct PlanArgs {
   std::string device_tflops = "400";
   std::string json_path;
   std::string devices_per_node = "0";
-  std::string collectives = "best";
+  std::string collectives = "auto";
   // A layout to price (--tp --pp --dp --zero); empty = not given.
   std::string tp, pp, dp, zero;
 };
@@ -65,10 +65,10 @@ void run_plan(const PlanArgs& a) {
   if (dpn > (1 << 24))
     throw UsageError("--devices-per-node '" + a.devices_per_node + "': too large");
   opts.devices_per_node = static_cast<int>(dpn);
-  if (a.collectives != "best" && a.collectives != "nccl")
+  if (a.collectives != "auto" && a.collectives != "best" && a.collectives != "nccl")
     throw UsageError("--collectives '" + a.collectives +
-                     "': expected best (the fastest registered algorithm) or nccl (NCCL's choice)");
-  opts.nccl = a.collectives == "nccl";
+                     "': expected auto (nccl on GPU topologies, else best), best (the fastest "
+                     "registered algorithm) or nccl (NCCL's choice)");
   if (!a.tp.empty() || !a.pp.empty() || !a.dp.empty() || !a.zero.empty()) {
     UserLayout u;
     auto degree = [](const char* flag, const std::string& text) {
@@ -94,6 +94,8 @@ void run_plan(const PlanArgs& a) {
   const Model model = load_model(a.model);
   const std::unique_ptr<Topology> topology = load_topology(a.topology, static_cast<int>(ranks));
   opts.ranks = topology->num_ranks();
+  opts.nccl =
+      a.collectives == "nccl" || (a.collectives == "auto" && gpu_topology(*topology, opts.ranks));
 
   const PlanResult result = make_plan(model, *topology, opts);
   std::fputs(format_plan(result, model, opts).c_str(), stdout);
@@ -139,8 +141,9 @@ void add_plan_command(CLI::App& app) {
                   "Price this layout too: data-parallel degree (default: the most ranks left)");
   cmd->add_option("--zero", a->zero, "Price this layout too: ZeRO stage 0-3 (0)");
   cmd->add_option("--collectives", a->collectives,
-                  "Price each collective as the fastest registered algorithm (best, default) or "
-                  "as NCCL runs it on the group (nccl)");
+                  "Price each collective as NCCL runs it on the group (nccl) or as the fastest "
+                  "registered algorithm (best); auto (default): nccl where every rank is a GPU "
+                  "(pipelined endpoints), best elsewhere");
   cmd->add_option("--json", a->json_path, "Write the plan as JSON to this file (atomically)");
   cmd->callback([a] { run_plan(*a); });
 }

@@ -554,6 +554,31 @@ class Planner {
       set_choice(plan, best_layer, *best_cand);
       evaluate(plan, stages);
     }
+    // The greedy moves can overshoot: a cheap early move (a small layer to
+    // ZeRO) may not be needed once a later one (the large blocks) has made
+    // room. Take back, the biggest saving of time first, every move whose
+    // faster choice still fits.
+    while (plan.fits) {
+      double best_gain = 0;
+      std::size_t best_layer = 0;
+      const Candidate* best_cand = nullptr;
+      for (std::size_t i = 0; i < plan.layers.size(); ++i)
+        for (const Candidate& c : cands[i]) {
+          if (c.choice == plan.layers[i].choice) continue;
+          Plan trial = plan;
+          set_choice(trial, i, c);
+          evaluate(trial, stages);
+          const double gain = plan.time - trial.time;
+          if (trial.fits && gain > best_gain) {
+            best_gain = gain;
+            best_layer = i;
+            best_cand = &c;
+          }
+        }
+      if (!best_cand) break;
+      set_choice(plan, best_layer, *best_cand);
+      evaluate(plan, stages);
+    }
     return {plan, cheapest};
   }
 
@@ -948,6 +973,13 @@ Json use_json(const CollectiveUse& u) {
 
 }  // namespace
 
+bool gpu_topology(const Topology& topology, int ranks) {
+  if (ranks <= 0) return false;
+  for (int r = 0; r < ranks; ++r)
+    if (!topology.endpoint(r).pipelined) return false;
+  return true;
+}
+
 PlanResult make_plan(const Model& model, const Topology& topology, const PlanOptions& opts) {
   if (opts.ranks < 1 || opts.ranks > topology.num_ranks())
     throw UsageError("--ranks " + std::to_string(opts.ranks) + ": the topology has " +
@@ -1112,7 +1144,7 @@ std::string format_plan(const PlanResult& res, const Model& model, const PlanOpt
   if (opts.nccl)
     out +=
         "# collectives: priced as NCCL runs them (its choice of algorithm, protocol and "
-        "channels on each group)\n";
+        "channels on each group; --collectives best: collkit's fastest algorithm instead)\n";
   std::snprintf(buf, sizeof buf, "%-14s %-24s %12s %10s %10s  %s\n", "layer", "strategy",
                 "comm(ms)", "mem(GB)", "params", "collectives per step");
   out += buf;

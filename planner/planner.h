@@ -119,9 +119,17 @@ struct PlanOptions {
   std::optional<UserLayout> user;
   // How a collective is priced (--collectives): the fastest registered
   // algorithm (false), or what NCCL runs, its own choice of algorithm,
-  // protocol and channels on the group's ranks (sim/nccl.h; true).
+  // protocol and channels on the group's ranks (sim/nccl.h; true). The
+  // command's default is gpu_topology(): NCCL on GPUs, best elsewhere.
   bool nccl = false;
 };
+
+// Whether the topology's first `ranks` ranks are GPUs, where a training job's
+// collectives are NCCL's: every such endpoint is pipelined (its kernels
+// forward and reduce chunk by chunk, docs/NCCL.md "Pipelines"), as in the
+// shipped GPU files. The plan command prices collectives as NCCL runs them
+// there unless --collectives best says otherwise.
+bool gpu_topology(const Topology& topology, int ranks);
 
 struct LayerPlan {
   std::string name;

@@ -62,6 +62,9 @@ TEST_F(PlanCli, AlexNetPlanPrintsAndWritesJson) {
   EXPECT_EQ(j["layers"][0]["collectives"][0]["bytes"], 23296 * 2);
   EXPECT_EQ(j["totals"]["fits"], true);
   EXPECT_GT(j["totals"]["time_us"].get<double>(), 0);
+  // On GPUs the collectives are priced as NCCL runs them unless told otherwise.
+  EXPECT_EQ(j["collectives"], "nccl");
+  EXPECT_NE(r.out.find("# collectives: priced as NCCL runs them"), std::string::npos) << r.out;
   // Atomic write: no temporary left next to the file.
   int files = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir_)) ++files;
@@ -113,6 +116,33 @@ TEST_F(PlanCli, TopologyWithoutNodes) {
   EXPECT_NE(four.out.find("on 128 ranks (4 per node)"), std::string::npos) << four.out;
 }
 
+// --collectives auto (the default): nccl where every rank is a GPU
+// (pipelined endpoints), best elsewhere; best and nccl are obeyed anywhere.
+TEST_F(PlanCli, CollectivesDefaultFollowTheTopology) {
+  struct Case {
+    const char* topology;
+    const char* flag;
+    const char* expected;
+  };
+  for (const Case& c : {Case{"topologies/dgx-h100.json", "", "nccl"},
+                        Case{"topologies/dgx-h100.json", " --collectives best", "best"},
+                        Case{"topologies/dgx-h100.json", " --collectives auto", "nccl"},
+                        Case{"topologies/switch-16.json", "", "best"},
+                        Case{"topologies/switch-16.json", " --collectives nccl", "nccl"}}) {
+    SCOPED_TRACE(std::string(c.topology) + c.flag);
+    const fs::path json = dir_ / "plan.json";
+    fs::remove(json);
+    const RunResult r =
+        run("--model '" + src("models/alexnet.json") + "' --topology '" + src(c.topology) +
+            "' --batch 256" + c.flag + " --json '" + json.string() + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(slurp(json))["collectives"], c.expected);
+    EXPECT_EQ(r.out.find("# collectives: priced as NCCL") != std::string::npos,
+              std::string(c.expected) == "nccl")
+        << r.out;
+  }
+}
+
 TEST_F(PlanCli, NothingFitsIsSaidClearly) {
   const RunResult r = run(alexnet_on_dgx() + " --batch 256 --device-memory 1MB");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -145,7 +175,7 @@ TEST_F(PlanCli, BadInputExitsTwoWithAMessage) {
        "--devices-per-node 3: must divide the 8 ranks"},
       {alexnet_on_dgx() + " --batch 256 --devices-per-node x", "--devices-per-node 'x'"},
       {alexnet_on_dgx() + " --batch 0", "--batch '0': must be >= 1"},
-      {alexnet_on_dgx() + " --batch 256 --collectives NCCL", "--collectives 'NCCL': expected best"},
+      {alexnet_on_dgx() + " --batch 256 --collectives NCCL", "--collectives 'NCCL': expected auto"},
       {alexnet_on_dgx() + " --batch 256 --device-memory 80XB", "--device-memory '80XB'"},
       {alexnet_on_dgx() + " --batch 256 --dtype float7", "float7"},
       {"--model '" + (dir_ / "missing.json").string() + "'" + topo + " --batch 8",
