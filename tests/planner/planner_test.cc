@@ -538,22 +538,22 @@ TEST(PlannerLlama, MovesTheLargeLayerNeedsAloneAreTakenBack) {
   EXPECT_NE(layer(r, "blocks").choice.strategy, Strategy::dp);
   EXPECT_EQ(layer(r, "embed").choice.strategy, Strategy::dp);
   EXPECT_EQ(layer(r, "lm_head").choice.strategy, Strategy::dp);
-  // No single layer can move to a faster choice and still fit: each other
-  // choice of each layer, priced as the plan would price it.
-  for (std::size_t i = 0; i < r.plan.layers.size(); ++i) {
-    const LayerPlan& lp = r.plan.layers[i];
-    for (int zero = 0; zero <= 3; ++zero) {
+  // No single layer can move to a faster choice and still fit: each layer's
+  // other ZeRO stages, priced as the plan prices them (a uniform layout).
+  for (int zero = 0; zero <= 3; ++zero) {
+    PlanOptions u = o;
+    UserLayout ul;
+    ul.tp = 1;
+    ul.pp = 1;
+    ul.dp = 8;
+    ul.zero = zero;
+    ul.micro_batch = r.plan.layout.micro_batch;
+    u.user = ul;
+    const PlanResult uniform = make_plan(m, *topo, u);
+    ASSERT_TRUE(uniform.user.has_value());
+    for (std::size_t i = 0; i < r.plan.layers.size(); ++i) {
+      const LayerPlan& lp = r.plan.layers[i];
       if (zero == lp.choice.zero_stage) continue;
-      PlanOptions u = o;
-      UserLayout ul;
-      ul.tp = 1;
-      ul.pp = 1;
-      ul.dp = 8;
-      ul.zero = zero;
-      ul.micro_batch = r.plan.layout.micro_batch;
-      u.user = ul;
-      const PlanResult uniform = make_plan(m, *topo, u);
-      ASSERT_TRUE(uniform.user.has_value());
       const LayerPlan& other = uniform.user->layers[i];
       const double memory = r.plan.memory.total() - lp.memory.total() + other.memory.total();
       if (other.time < lp.time && memory <= o.device_memory)
