@@ -32,6 +32,9 @@ constexpr int kHopBits = 16;
 constexpr std::size_t kTreeBudget = std::size_t{1} << 25;
 // Partial searches again before a root's tree is computed in full.
 constexpr int kPartialReruns = 2;
+// route(): in-degree from which a partial tree's tight in-links are found by
+// walking the in-links and the settled nodes together (both sorted).
+constexpr std::int64_t kMergeInLinks = 16;
 
 }  // namespace
 
@@ -150,6 +153,13 @@ int GraphTopology::finalize() {
   }
   graph_src_.resize(m);
   for (std::size_t l = 0; l < m; ++l) graph_src_[l] = departure_[link_src_[l]];
+  in_sorted_ = true;
+  for (int v = 0; v < n && in_sorted_; ++v)
+    for (std::int64_t i = in_begin_[v] + 1; i < in_begin_[v + 1]; ++i)
+      if (graph_src_[in_links_[i - 1]] > graph_src_[in_links_[i]]) {
+        in_sorted_ = false;
+        break;
+      }
 
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges(m);
   std::vector<EdgeWeight> props(m);
@@ -407,13 +417,34 @@ void GraphTopology::route(int src, int dst, std::vector<LinkId>& out) const {
   };
   while (v != root) {
     const std::int64_t dv = tree_of_root.dist(v);
-    // One pass: the narrowest bandwidth among the tight in-links and how
-    // many of them have it.
+    // The tight in-links, in in-link order. A partial tree's distances are a
+    // binary search each: where the in-links are many (a rail switch has
+    // one per node) and sorted by their source's vertex, they are walked
+    // together with the sorted settled nodes instead, the same links found.
+    tight_.clear();
+    const std::int64_t b = in_begin_[v];
+    const std::int64_t e = in_begin_[v + 1];
+    if (!tree_of_root.full && in_sorted_ && e - b > kMergeInLinks) {
+      const auto& settled = tree_of_root.settled;
+      auto it = std::lower_bound(settled.begin(), settled.end(),
+                                 std::pair<int, std::int64_t>{graph_src_[in_links_[b]], 0},
+                                 [](const auto& x, const auto& y) { return x.first < y.first; });
+      for (std::int64_t i = b; i < e && it != settled.end(); ++i) {
+        const LinkId l = in_links_[i];
+        const int u = graph_src_[l];
+        while (it != settled.end() && it->first < u) ++it;
+        if (it != settled.end() && it->first == u && it->second + weight_[l] == dv)
+          tight_.push_back(l);
+      }
+    } else {
+      for (std::int64_t i = b; i < e; ++i)
+        if (tight(in_links_[i], dv)) tight_.push_back(in_links_[i]);
+    }
+    // The narrowest bandwidth among the tight in-links and how many of them
+    // have it.
     double narrowest = std::numeric_limits<double>::infinity();
     std::int64_t count = 0;
-    for (std::int64_t i = in_begin_[v]; i < in_begin_[v + 1]; ++i) {
-      const LinkId l = in_links_[i];
-      if (!tight(l, dv)) continue;
+    for (const LinkId l : tight_) {
       const double bw = classes_[link_class_[l]].bandwidth;
       if (bw < narrowest) {
         narrowest = bw;
@@ -423,9 +454,8 @@ void GraphTopology::route(int src, int dst, std::vector<LinkId>& out) const {
     }
     std::int64_t pick = static_cast<std::int64_t>(sel % static_cast<std::uint64_t>(count));
     sel /= static_cast<std::uint64_t>(count);
-    for (std::int64_t i = in_begin_[v];; ++i) {
-      LinkId l = in_links_[i];
-      if (tight(l, dv) && classes_[link_class_[l]].bandwidth == narrowest && pick-- == 0) {
+    for (const LinkId l : tight_) {
+      if (classes_[link_class_[l]].bandwidth == narrowest && pick-- == 0) {
         out.push_back(l);
         v = link_src_[l];
         break;

@@ -124,6 +124,9 @@ class GraphTopology : public Topology {
   // In-links of each node sorted by (source node, link id): CSR arrays.
   std::vector<std::int64_t> in_begin_;
   std::vector<LinkId> in_links_;
+  // Every node's in-links are also sorted by their source's Dijkstra vertex
+  // (always so where endpoints forward).
+  bool in_sorted_ = false;
   // The only out-link of a node with one, else -1: such a source shares the
   // tree of that neighbour (all hosts under one fat-tree edge switch do).
   std::vector<LinkId> via_;
@@ -136,6 +139,7 @@ class GraphTopology : public Topology {
   mutable std::size_t stored_ = 0;             // distances held by trees_
   mutable std::vector<std::int64_t> scratch_;  // Dijkstra's distance map
   mutable std::vector<int> examined_;          // nodes settled, in order
+  mutable std::vector<LinkId> tight_;          // route(): a node's tight in-links
 };
 
 }  // namespace collkit
