@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "algorithms/registry.h"
 #include "core/error.h"
@@ -528,9 +529,10 @@ class Planner {
     }
     evaluate(plan, stages);
     Plan cheapest = plan;
-    while (!plan.fits) {
-      double best_ratio = std::numeric_limits<double>::infinity();
-      double best_saved = 0;
+    // Applies the one-layer change whose key is lowest (nullopt: not a
+    // candidate); false when there is none.
+    auto apply_best_move = [&](auto key) {
+      std::optional<std::pair<double, double>> best;
       std::size_t best_layer = 0;
       const Candidate* best_cand = nullptr;
       for (std::size_t i = 0; i < plan.layers.size(); ++i)
@@ -539,45 +541,35 @@ class Planner {
           Plan trial = plan;
           set_choice(trial, i, c);
           evaluate(trial, stages);
-          const double saved = plan.memory.total() - trial.memory.total();
-          if (saved <= 0) continue;
-          const double ratio = std::max(0.0, trial.time - plan.time) / saved;
-          // Free moves (no added time) tie at 0: take the one saving most.
-          if (ratio < best_ratio || (ratio == best_ratio && saved > best_saved)) {
-            best_saved = saved;
-            best_ratio = ratio;
+          const std::optional<std::pair<double, double>> k = key(trial);
+          if (k && (!best || *k < *best)) {
+            best = k;
             best_layer = i;
             best_cand = &c;
           }
         }
-      if (!best_cand) break;
+      if (!best_cand) return false;
       set_choice(plan, best_layer, *best_cand);
       evaluate(plan, stages);
+      return true;
+    };
+    // Memory: the move that adds the least time per byte saved; free moves
+    // (no added time) tie at 0 and the one saving most wins.
+    while (!plan.fits && apply_best_move([&](const Plan& trial) {
+      const double saved = plan.memory.total() - trial.memory.total();
+      return saved <= 0
+                 ? std::nullopt
+                 : std::optional(std::pair{std::max(0.0, trial.time - plan.time) / saved, -saved});
+    })) {
     }
     // The greedy moves can overshoot: a cheap early move (a small layer to
     // ZeRO) may not be needed once a later one (the large blocks) has made
     // room. Take back, the biggest saving of time first, every move whose
     // faster choice still fits.
-    while (plan.fits) {
-      double best_gain = 0;
-      std::size_t best_layer = 0;
-      const Candidate* best_cand = nullptr;
-      for (std::size_t i = 0; i < plan.layers.size(); ++i)
-        for (const Candidate& c : cands[i]) {
-          if (c.choice == plan.layers[i].choice) continue;
-          Plan trial = plan;
-          set_choice(trial, i, c);
-          evaluate(trial, stages);
-          const double gain = plan.time - trial.time;
-          if (trial.fits && gain > best_gain) {
-            best_gain = gain;
-            best_layer = i;
-            best_cand = &c;
-          }
-        }
-      if (!best_cand) break;
-      set_choice(plan, best_layer, *best_cand);
-      evaluate(plan, stages);
+    while (plan.fits && apply_best_move([&](const Plan& trial) {
+             const double gain = plan.time - trial.time;
+             return trial.fits && gain > 0 ? std::optional(std::pair{-gain, 0.0}) : std::nullopt;
+           })) {
     }
     return {plan, cheapest};
   }
