@@ -24,6 +24,13 @@
 #     pair sharing a core or not moved broadcast rows 1.5-3x between repeats).
 #   MEASURE [1]: 0 keeps the m-*.json already in OUT and only re-fits,
 #     re-simulates and re-compares (to try another base or FIT_MIN).
+#   PROBE [build/bench/host_cma_bench; empty: none]: before every measure,
+#     reads 1 MiB across the two CPUs as Open MPI does (process_vm_readv),
+#     written just before and clean, and logs the ratio of the two rates to
+#     OUT/probe.txt. On the development VM it flips between about 1.0 and
+#     0.6 in spells of seconds to a minute (docs/RESULTS.md, issue 22: where the
+#     hypervisor puts the two vCPUs), and every row measured in one spell or
+#     the other moves with it; the summary says how the run was split.
 # Needs a build with MPI (scripts/main.sh or test.sh) unless MEASURE=0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,7 +47,7 @@ bind=${BIND:---bind-to core:overload-allowed --map-by core}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$out"
 measure=${MEASURE:-1}
-[ "$measure" = 1 ] && rm -f "$out"/m-*.json "$out"/bench-*.txt
+[ "$measure" = 1 ] && rm -f "$out"/m-*.json "$out"/bench-*.txt "$out"/probe.txt
 rm -f "$out"/s-*.json "$out"/cmp-*.json "$out"/fit.json "$out"/report.html
 
 # Repeat k of collective C is m-C.json (k = 1) or m-C.k.json. The repeats
@@ -48,11 +55,24 @@ rm -f "$out"/s-*.json "$out"/cmp-*.json "$out"/fit.json "$out"/report.html
 # lands in one repeat of several collectives rather than in every repeat of
 # one; compare then takes each row's median over the repeats.
 repeats=${REPEATS:-3}
+probe_bin=${PROBE-build/bench/host_cma_bench}
+# One line: written/clean rate ratio, both rates, the CPUs' round trip.
+probe() {
+  [ -n "$probe_bin" ] && [ -x "$probe_bin" ] || return 0
+  "$probe_bin" --benchmark_filter='BM_CmaRead/[01]/1048576/' --benchmark_repetitions=5 \
+    --benchmark_min_time=0.05 --benchmark_report_aggregates_only=true --benchmark_format=csv \
+    2>/dev/null | awk -F, -v what="$1" '
+      /_median/ { gsub(/"/, ""); rate[$8] = $6; trip[$8] = $11 }
+      END { if (rate["clean"] > 0 && rate["stores"] > 0)
+              printf "%s %.2f written %.1f clean %.1f GB/s round_trip %.0f ns\n", what,
+                rate["stores"] / rate["clean"], rate["stores"] / 1e9, rate["clean"] / 1e9, trip["stores"] }'
+}
 repeat_file() { if [ "$2" = 1 ]; then echo "$out/m-$1.json"; else echo "$out/m-$1.$2.json"; fi; }
 if [ "$measure" = 1 ]; then
   for k in $(seq 1 "$repeats"); do
     for c in $collectives; do
       echo "== measure $c on $np ranks (repeat $k of $repeats)"
+      probe "$c.$k" | tee -a "$out/probe.txt"
       # shellcheck disable=SC2086 # BIND is a list of mpirun options
       mpirun --oversubscribe $bind -np "$np" "$collkit" bench --backend mpi \
         --collective "$c" "${sizes[@]}" -n "${ITERS:-100}" -w "${WARMUP:-5}" \
@@ -123,6 +143,17 @@ for c in colls:
 if spread:
     print(f"== repeats: {len(spread)} pairs, spread median {100*q(spread, 0.5):.1f}%, "
           f"p90 {100*q(spread, 0.9):.1f}% (the floor no model of one run beats)")
+# The probes taken before each measure (PROBE): how much of the run the two
+# CPUs spent apart (written data read across them at < 0.8 of clean data's rate).
+try:
+    ratios = [float(line.split()[1]) for line in open(f"{out}/probe.txt") if line.strip()]
+except OSError:
+    ratios = []
+if ratios:
+    apart = sum(r < 0.8 for r in ratios)
+    print(f"== probes: {len(ratios)}, written/clean read rate median {q(ratios, 0.5):.2f} "
+          f"({min(ratios):.2f}-{max(ratios):.2f}); {apart} of {len(ratios)} below 0.8 "
+          f"(the CPUs apart: data one wrote crosses between their caches)")
 EOF
 
 "$collkit" report "${reports[@]}" -o "$out/report.html"
