@@ -279,10 +279,68 @@ class Engine {
         s.local = 0;
       }
       s.pending = comm;
+      if (comm > 1) prefetch_posts(rank, step);
       for (const Op& op : step.ops)
         if (op.kind == OpKind::send || op.kind == OpKind::recv) post(rank, op, t);
       note_writes(rank, step);
       return;
+    }
+  }
+
+  // Matching a post reads its receiver's line, then the pair's chain slot
+  // and the record at its head: each a likely cache miss when the receiver
+  // is indexed (eager senders far ahead), one after the other per post. An
+  // eager send (a pipelined sender's) then looks up its route, in routes_
+  // or, for a fan, in splits_: a set's keys, then the entry. A step's posts
+  // are independent of each other up to that point, so their lines are
+  // fetched together first: the slots and sets of every post, then, once
+  // those are in flight, the route entries of the sends and the records
+  // the rank's own receives will take. Hints only: what post() finds is
+  // unchanged.
+  void prefetch_posts(int rank, const Step& step) {
+    const bool eager = pipelined(rank);
+    for (const Op& op : step.ops) {
+      if ((op.kind != OpKind::send && op.kind != OpKind::recv) || op.peer < 0 || op.peer >= p_)
+        continue;
+      const bool is_send = op.kind == OpKind::send;
+      const int dst = is_send ? op.peer : rank;
+      __builtin_prefetch(&ranks_[static_cast<std::size_t>(dst)]);
+      chains_.prefetch(pair_key(dst, is_send ? rank : op.peer));
+      if (is_send && eager) {
+        if (op.fan_out >= 2 || op.fan_in >= 2) {
+          if (!splits_.empty()) splits_.prefetch_keys(pair_key(rank, op.peer));
+        } else if (route_bypass_ == 0) {
+          routes_.prefetch_keys(pair_key(rank, op.peer));
+        }
+      }
+    }
+    const bool indexed = ranks_[static_cast<std::size_t>(rank)].indexed;
+    for (const Op& op : step.ops) {
+      if ((op.kind != OpKind::send && op.kind != OpKind::recv) || op.peer < 0 || op.peer >= p_)
+        continue;
+      if (op.kind == OpKind::send) {
+        if (!eager) continue;
+        const char* entry = nullptr;
+        if (op.fan_out >= 2 || op.fan_in >= 2) {
+          if (!splits_.empty())
+            entry = reinterpret_cast<const char*>(splits_.find(pair_key(rank, op.peer)));
+        } else if (route_bypass_ == 0) {
+          entry = reinterpret_cast<const char*>(routes_.find(pair_key(rank, op.peer)));
+        }
+        if (entry != nullptr) {
+          __builtin_prefetch(entry);
+          __builtin_prefetch(entry + 64);
+        }
+        continue;
+      }
+      if (!indexed) continue;
+      if (const PairChain* c = chains_.find(pair_key(rank, op.peer))) {
+        if ((c->head & kEagerBit) != 0) {
+          __builtin_prefetch(&eagers_[c->head & ~kEagerBit]);
+        } else {
+          __builtin_prefetch(&posted_[c->head]);
+        }
+      }
     }
   }
 
@@ -646,14 +704,24 @@ class Engine {
     PairChain* c = chains_.find(key);
     if (c == nullptr) return false;
     const std::uint32_t node = c->head;
-    const Post head = post_of(node);
-    if (head.is_send() == is_send) return false;
-    out = head;
+    // An eager node is a send: its record (a cache miss, and no use to a
+    // send, which cannot match it) is read only for a receive that takes it.
+    const bool head_sends = (node & kEagerBit) != 0 || posted_[node].post.is_send();
+    if (head_sends == is_send) return false;
+    out = post_of(node);
     const std::uint32_t next = next_of(node);
     if (next == kNil) {
       chains_.erase(key);
     } else {
       c->head = next;
+      // The pair's next receive, often later in this same step (a chunk's
+      // reduce-scatter and all-gather come from the same peer), takes it:
+      // prefetch_posts() fetched the heads the step's receives found.
+      if ((next & kEagerBit) != 0) {
+        __builtin_prefetch(&eagers_[next & ~kEagerBit]);
+      } else {
+        __builtin_prefetch(&posted_[next]);
+      }
     }
     if ((node & kEagerBit) == 0) free_posted_.push_back(node);
     if (--receiver.more_head == 0) {
@@ -706,6 +774,12 @@ class Engine {
       entries = std::max(entries, kWays);
       keys_.assign(entries / kWays, Keys{});
       entries_.assign(entries, Entry{});
+    }
+    // Starts fetching the keys of the set where `key` would be (a hint only).
+    void prefetch_keys(std::uint64_t key) const {
+      const Keys* k = &keys_[set_of(key)];
+      __builtin_prefetch(k);
+      __builtin_prefetch(reinterpret_cast<const char*>(k) + 64);
     }
     Entry* find(std::uint64_t key) {
       const std::size_t set = set_of(key);
@@ -924,6 +998,8 @@ class Engine {
     if (!free_eagers_.empty()) {
       const std::uint32_t id = free_eagers_.back();
       free_eagers_.pop_back();
+      // The next eager send's record, fetched meanwhile (as FlowNetwork::add).
+      if (!free_eagers_.empty()) __builtin_prefetch(&eagers_[free_eagers_.back()]);
       eagers_[id] = Eager{};
       return id;
     }

@@ -31,6 +31,9 @@ class FlatMap {
     }
   }
 
+  // Starts fetching the slot where a lookup of `key` begins (a hint only).
+  void prefetch(std::uint64_t key) const { __builtin_prefetch(&slots_[home(key)]); }
+
   // The value of `key`, value-initialised when absent (`inserted` tells which).
   V& insert(std::uint64_t key, bool& inserted) {
     if ((size_ + 1) * 4 > slots_.size() * 3) rehash(slots_.size() * 2);
