@@ -7,6 +7,7 @@
 
 #include <coroutine>
 #include <exception>
+#include <functional>
 #include <iterator>
 #include <optional>
 #include <utility>
@@ -18,6 +19,8 @@ class Generator {
  public:
   struct promise_type {
     std::optional<T> current;
+    // A value the coroutine keeps and yielded by reference (see below).
+    T* borrowed = nullptr;
     std::exception_ptr error;
 
     Generator get_return_object() {
@@ -27,6 +30,14 @@ class Generator {
     std::suspend_always final_suspend() noexcept { return {}; }
     std::suspend_always yield_value(T value) {
       current = std::move(value);
+      return {};
+    }
+    // co_yield std::ref(x): the consumer sees the coroutine's own x until
+    // its next next(), with no copy, and the coroutine may reuse x (its
+    // storage) once resumed. A consumer may move from it, as from a yielded
+    // copy. A plain co_yield x still yields a copy.
+    std::suspend_always yield_value(std::reference_wrapper<T> value) {
+      borrowed = &value.get();
       return {};
     }
     void return_void() {}
@@ -54,11 +65,15 @@ class Generator {
   bool next() {
     if (!handle_ || handle_.done()) return false;
     handle_.promise().current.reset();
+    handle_.promise().borrowed = nullptr;
     handle_.resume();
     if (handle_.promise().error) std::rethrow_exception(handle_.promise().error);
     return !handle_.done();
   }
-  T& value() { return *handle_.promise().current; }
+  T& value() {
+    promise_type& p = handle_.promise();
+    return p.borrowed != nullptr ? *p.borrowed : *p.current;
+  }
 
   // Range-for support (input iteration only).
   struct Sentinel {};
