@@ -54,6 +54,13 @@ void FlowNetwork::add(double start, const std::uint32_t* slots, std::uint32_t ho
   if (!free_flows_.empty()) {
     f = free_flows_.back();
     free_flows_.pop_back();
+    // The next add() reuses the slot below: its lines are fetched meanwhile
+    // (adds come in bursts, a step's sends, and a slot left the network
+    // long enough ago to be out of cache).
+    if (!free_flows_.empty()) {
+      __builtin_prefetch(&flows_[free_flows_.back()]);
+      __builtin_prefetch(flows_[free_flows_.back()].hop);
+    }
   } else {
     f = static_cast<std::uint32_t>(flows_.size());
     flows_.emplace_back();
@@ -128,13 +135,33 @@ void FlowNetwork::pop_at(double time, std::vector<std::uint32_t>& completed) {
   // An instant's events are spread over thousands of flows: each entry is a
   // cache miss (both lines: the stamp, then the hops that join and leave
   // walk), so the entry kPrefetch events ahead is fetched meanwhile.
+  // The links it joins or leaves are fetched kPrefetch / 2 events ahead,
+  // once its hops have arrived.
   constexpr std::size_t kPrefetch = 8;
   const std::size_t n = popped_.size();
   for (std::size_t i = 0; i < n; ++i) {
     if (i + kPrefetch < n) {
-      const Flow* ahead = &flows_[popped_[i + kPrefetch].flow];
-      __builtin_prefetch(ahead);
-      __builtin_prefetch(ahead->hop);
+      const std::uint32_t f = popped_[i + kPrefetch].flow;
+      __builtin_prefetch(&flows_[f]);
+      __builtin_prefetch(flows_[f].hop);
+      __builtin_prefetch(&hot_[f]);
+    }
+    if (i + kPrefetch / 2 < n) {
+      const std::uint32_t f = popped_[i + kPrefetch / 2].flow;
+      const Hop* const hops = hops_of(f);
+      for (std::uint32_t h = 0; h < hot_[f].hops; ++h) __builtin_prefetch(&links_[hops[h].link]);
+    }
+    // And kPrefetch / 4 ahead, once the links are there, the places in
+    // their flow lists that a join appends to and a leave moves from and to.
+    if (i + kPrefetch / 4 < n) {
+      const std::uint32_t f = popped_[i + kPrefetch / 4].flow;
+      const Hop* const hops = hops_of(f);
+      for (std::uint32_t h = 0; h < hot_[f].hops; ++h) {
+        const std::vector<LinkFlow>& list = links_[hops[h].link].flows;
+        if (list.empty()) continue;
+        __builtin_prefetch(&list.back());
+        if (hops[h].pos < list.size()) __builtin_prefetch(&list[hops[h].pos]);
+      }
     }
     const Pending& e = popped_[i];
     Flow& flow = flows_[e.flow];
@@ -257,18 +284,24 @@ void FlowNetwork::reallocate(double now) {
   // allocations decompose over connected components), and small components
   // keep the filling heap small.
   ++epoch_;
+  if (link_mark_.size() < links_.size()) link_mark_.resize(links_.size(), 0);
   for (std::uint32_t start : dirty_links_) {
     links_[start].dirty = false;
-    if (links_[start].mark == epoch_) continue;
-    links_[start].mark = epoch_;
+    if (link_mark_[start] == epoch_) continue;
+    link_mark_[start] = epoch_;
     comp_links_.assign(1, start);
     comp_flows_.clear();
     for (std::size_t i = 0; i < comp_links_.size(); ++i) {
-      // The walk hops from flow to link to flow, each a likely cache miss:
-      // the next link's flows are fetched while this one's are visited.
+      // The walk hops from link to its flow list to flow to link, each a
+      // likely cache miss, so it is fetched as a pipeline: a link's line
+      // when it is found (its mark is dense, apart from it), its flow list
+      // two links ahead, and its flows' lines (both: filling reads the
+      // first, the walk the hops) one link ahead.
+      if (i + 2 < comp_links_.size()) __builtin_prefetch(links_[comp_links_[i + 2]].flows.data());
       if (i + 1 < comp_links_.size()) {
         for (const LinkFlow& lf : links_[comp_links_[i + 1]].flows) {
           __builtin_prefetch(&hot_[lf.flow]);
+          __builtin_prefetch(&flows_[lf.flow]);
           __builtin_prefetch(flows_[lf.flow].hop);
         }
       }
@@ -287,11 +320,10 @@ void FlowNetwork::reallocate(double now) {
         const Hop* const hops = hops_of(lf.flow);
         for (std::uint32_t h = 0; h < hot.hops; ++h) {
           const Hop& hop = hops[h];
-          Link& link = links_[hop.link];
-          if (link.mark == epoch_) continue;
-          link.mark = epoch_;
+          if (link_mark_[hop.link] == epoch_) continue;
+          link_mark_[hop.link] = epoch_;
           comp_links_.push_back(hop.link);
-          __builtin_prefetch(link.flows.data());
+          __builtin_prefetch(&links_[hop.link]);
         }
       }
       current.fill_left = capacity_[l];

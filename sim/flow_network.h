@@ -104,7 +104,6 @@ class FlowNetwork {
     double fill_key = 0;     // share of its live entry (<= the current share)
     std::uint32_t fill_count = 0;
     std::uint32_t fill_version = 0;
-    std::uint32_t mark = 0;
     bool touched = false;  // fill(): in touched_
     bool dirty = false;    // in dirty_links_
   };
@@ -186,6 +185,10 @@ class FlowNetwork {
 
   std::vector<std::uint32_t> dirty_links_;
   std::uint32_t epoch_ = 0;
+  // Per link slot: the epoch of the last reallocate() whose component walk
+  // reached it. Dense, so that the walk tests the links it meets (most
+  // already reached) without fetching their lines.
+  std::vector<std::uint32_t> link_mark_;
   std::vector<std::uint32_t> comp_links_;
   std::vector<std::uint32_t> comp_flows_;
   std::vector<Share> fill_sorted_;  // fill(): the links' initial entries, in order
