@@ -203,7 +203,14 @@ void FlowNetwork::fill() {
   fill_heap_.clear();
   fill_sorted_.clear();
   const ShareLater later;
-  for (std::uint32_t l : comp_links_) {
+  // A component can be larger than the caches (at 2048x8 the walk,
+  // filling and rescheduling missed on lines they had all just visited),
+  // so its links' and flows' lines are fetched some entries ahead in each
+  // pass over them.
+  constexpr std::size_t kAhead = 8;
+  for (std::size_t k = 0; k < comp_links_.size(); ++k) {
+    if (k + kAhead < comp_links_.size()) __builtin_prefetch(&links_[comp_links_[k + kAhead]]);
+    const std::uint32_t l = comp_links_[k];
     const Link& link = links_[l];
     if (link.fill_count > 0) fill_sorted_.push_back(Share{link.fill_key, l, link.fill_version});
   }
@@ -243,7 +250,15 @@ void FlowNetwork::fill() {
     // one new heap entry once all of them are done (an entry per flow would
     // only leave stale entries behind: nothing is popped in between).
     touched_.clear();
-    for (const LinkFlow& lf : bottleneck.flows) {
+    const std::vector<LinkFlow>& frozen = bottleneck.flows;
+    for (std::size_t k = 0; k < frozen.size(); ++k) {
+      if (k + kAhead / 2 < frozen.size()) {
+        const std::uint32_t ahead = frozen[k + kAhead / 2].flow;
+        __builtin_prefetch(&hot_[ahead]);
+        __builtin_prefetch(&flows_[ahead]);
+        __builtin_prefetch(flows_[ahead].hop);
+      }
+      const LinkFlow& lf = frozen[k];
       FlowHot& hot = hot_[lf.flow];
       if (hot.frozen) continue;
       hot.frozen = true;
@@ -295,11 +310,11 @@ void FlowNetwork::reallocate(double now) {
       // The walk hops from link to its flow list to flow to link, each a
       // likely cache miss, so it is fetched as a pipeline: a link's line
       // when it is found (its mark is dense, apart from it), its flow list
-      // two links ahead, and its flows' lines (both: filling reads the
-      // first, the walk the hops) one link ahead.
-      if (i + 2 < comp_links_.size()) __builtin_prefetch(links_[comp_links_[i + 2]].flows.data());
-      if (i + 1 < comp_links_.size()) {
-        for (const LinkFlow& lf : links_[comp_links_[i + 1]].flows) {
+      // four links ahead, and its flows' lines (both: filling reads the
+      // first, the walk the hops) two links ahead.
+      if (i + 4 < comp_links_.size()) __builtin_prefetch(links_[comp_links_[i + 4]].flows.data());
+      if (i + 2 < comp_links_.size()) {
+        for (const LinkFlow& lf : links_[comp_links_[i + 2]].flows) {
           __builtin_prefetch(&hot_[lf.flow]);
           __builtin_prefetch(&flows_[lf.flow]);
           __builtin_prefetch(flows_[lf.flow].hop);
@@ -347,7 +362,9 @@ void FlowNetwork::reallocate(double now) {
     }
     // Only flows whose rate changed get a new completion time; the others
     // keep their pending event, so their finish times are not re-rounded.
-    for (std::uint32_t f : comp_flows_) {
+    for (std::size_t k = 0; k < comp_flows_.size(); ++k) {
+      if (k + 8 < comp_flows_.size()) __builtin_prefetch(&flows_[comp_flows_[k + 8]]);
+      const std::uint32_t f = comp_flows_[k];
       Flow& flow = flows_[f];
       if (flow.fill_rate == flow.rate) continue;
       flow.remaining = std::max(0.0, flow.remaining - flow.rate * (now - flow.last));
