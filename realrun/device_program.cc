@@ -1,6 +1,7 @@
 #include "realrun/device_program.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -11,12 +12,20 @@ namespace collkit::realrun {
 namespace {
 
 // Where an operation's bytes lie: (rank, allocation, first byte, end byte).
+// lines: an LL operation's, split over the lanes by 8-byte lines from lo, so
+// two such spans that are equal give every byte to the same lane.
 struct Span {
   int rank;
   int storage;
   std::int64_t lo, hi;
+  bool lines = false;
   bool overlaps(const Span& o) const {
     return rank == o.rank && storage == o.storage && lo < o.hi && o.lo < hi;
+  }
+  // Whether two lanes may touch a byte both spans hold.
+  bool conflicts(const Span& o) const {
+    if (!overlaps(o)) return false;
+    return !(lines && o.lines && lo == o.lo && hi == o.hi);
   }
 };
 
@@ -25,7 +34,7 @@ struct Hazards {
   std::vector<Span> reads, writes;
   static bool any(const std::vector<Span>& set, const Span& s) {
     for (const Span& x : set)
-      if (x.overlaps(s)) return true;
+      if (x.conflicts(s)) return true;
     return false;
   }
   // Whether an operation with these reads and writes may run on other
@@ -61,6 +70,12 @@ interp::OpCode code_of(DevOpKind k) {
       return interp::kReduce;
     case DevOpKind::finish_avg:
       return interp::kFinishAvg;
+    case DevOpKind::ll_send:
+      return interp::kLlSend;
+    case DevOpKind::ll_copy:
+      return interp::kLlCopy;
+    case DevOpKind::ll_reduce:
+      return interp::kLlReduce;
   }
   return interp::kWait;
 }
@@ -81,12 +96,18 @@ std::string_view to_string(DevOpKind k) {
       return "reduce";
     case DevOpKind::finish_avg:
       return "finish_avg";
+    case DevOpKind::ll_send:
+      return "ll_send";
+    case DevOpKind::ll_copy:
+      return "ll_copy";
+    case DevOpKind::ll_reduce:
+      return "ll_reduce";
   }
   return "?";
 }
 
 DeviceProgram compile_device_program(std::span<const CompiledPlan* const> plans,
-                                     const MultiRankProgram& program, int lanes) {
+                                     const MultiRankProgram& program, int lanes, bool ll_forward) {
   if (lanes < 1) throw UsageError("interpreter: lanes must be >= 1, got " + std::to_string(lanes));
   const int p = static_cast<int>(plans.size());
   if (p < 1 || program.ranks != p)
@@ -103,6 +124,16 @@ DeviceProgram compile_device_program(std::span<const CompiledPlan* const> plans,
   const auto refuse = [&](int rank, const std::string& why) {
     if (d.unsupported.empty()) d.unsupported = "rank " + std::to_string(rank) + ": " + why;
   };
+  // LL slots: one per message, in its receiver's area, in the order the
+  // program first names the message (its ll_send or its receive).
+  d.ll_bytes.assign(p, 0);
+  std::map<std::pair<int, std::uint32_t>, std::int64_t> slot_of;  // (sender, send) -> offset
+  const auto slot = [&](int sender, std::uint32_t send) {
+    const PlanMessage& m = plans[sender]->sends[send];
+    const auto [it, fresh] = slot_of.try_emplace({sender, send}, d.ll_bytes[m.peer]);
+    if (fresh) d.ll_bytes[m.peer] += ll_slot_bytes(m.ref.bytes);
+    return it->second;
+  };
 
   for (const StreamCmd& c : program.cmds) {
     std::vector<DevOp>& out = per[c.stream];
@@ -118,14 +149,29 @@ DeviceProgram compile_device_program(std::span<const CompiledPlan* const> plans,
         o.flag = c.event;
         out.push_back(o);
         break;
+      case CmdKind::ll_send: {
+        const PlanMessage& s = plans[c.stream]->sends[c.send];
+        if (s.ref.bytes == 0) break;
+        o.kind = DevOpKind::ll_send;
+        o.src = ref(c.stream, s.ref);
+        o.bytes = s.ref.bytes;
+        o.slot_rank = s.peer;
+        o.slot = slot(c.stream, c.send);
+        out.push_back(o);
+        break;
+      }
       case CmdKind::copy: {
         const PlanMessage& s = plans[c.peer]->sends[c.send];
         const PlanMessage& r = plans[c.stream]->recvs[c.index];
         if (r.ref.bytes == 0) break;
-        o.kind = DevOpKind::copy;
+        o.kind = c.ll ? DevOpKind::ll_copy : DevOpKind::copy;
         o.dst = ref(c.stream, r.ref);
         o.src = ref(c.peer, s.ref);
         o.bytes = r.ref.bytes;
+        if (c.ll) {
+          o.slot_rank = c.stream;
+          o.slot = slot(c.peer, c.send);
+        }
         out.push_back(o);
         break;
       }
@@ -151,6 +197,11 @@ DeviceProgram compile_device_program(std::span<const CompiledPlan* const> plans,
         o.has_also = l.has_also;
         if (l.has_also) o.also = ref(c.stream, l.also);
         o.bytes = l.src.bytes;
+        if (from_peer && c.ll) {
+          o.kind = DevOpKind::ll_reduce;
+          o.slot_rank = c.stream;
+          o.slot = slot(c.peer, c.send);
+        }
         out.push_back(o);
         break;
       }
@@ -166,11 +217,66 @@ DeviceProgram compile_device_program(std::span<const CompiledPlan* const> plans,
     }
   }
 
-  // Lanes: barriers where slices of two operations of a rank could meet.
-  const auto span_of = [&](const DevRef& r, std::int64_t bytes) {
+  const auto span_of = [&](const DevRef& r, std::int64_t bytes, bool lines = false) {
     const auto [storage, lo, hi] = storage_span(*plans[r.rank], PlanRef{r.area, r.offset, bytes});
-    return Span{r.rank, storage, lo, hi};
+    return Span{r.rank, storage, lo, hi, lines};
   };
+  const auto same_span = [](const Span& a, const Span& b) {
+    return a.rank == b.rank && a.storage == b.storage && a.lo == b.lo && a.hi == b.hi;
+  };
+  // What a data operation writes (for the forwarding below).
+  const auto writes_of = [&](const DevOp& o, std::vector<Span>& w) {
+    w.clear();
+    switch (o.kind) {
+      case DevOpKind::copy:
+      case DevOpKind::reduce:
+      case DevOpKind::finish_avg:
+      case DevOpKind::ll_copy:
+      case DevOpKind::ll_reduce:
+        w.push_back(span_of(o.dst, o.bytes));
+        if (o.has_also) w.push_back(span_of(o.also, o.bytes));
+        break;
+      default:
+        break;
+    }
+  };
+
+  // Forwarding: an ll_send of exactly the bytes an earlier LL receive of the
+  // rank wrote, unwritten since, goes out from that receive.
+  if (ll_forward) {
+    std::vector<Span> w;
+    for (int r = 0; r < p; ++r) {
+      std::vector<DevOp>& ops = per[r];
+      std::vector<char> gone(ops.size(), 0);
+      for (std::size_t j = 0; j < ops.size(); ++j) {
+        if (ops[j].kind != DevOpKind::ll_send) continue;
+        const Span sent = span_of(ops[j].src, ops[j].bytes);
+        for (std::size_t i = j; i-- > 0;) {
+          if (gone[i]) continue;
+          const DevOp& o = ops[i];
+          if ((o.kind == DevOpKind::ll_copy || o.kind == DevOpKind::ll_reduce) && o.fwd_rank < 0 &&
+              o.bytes == ops[j].bytes && same_span(span_of(o.dst, o.bytes), sent)) {
+            ops[i].fwd_rank = ops[j].slot_rank;
+            ops[i].fwd_slot = ops[j].slot;
+            gone[j] = 1;
+            ++d.ll_forwards;
+            break;
+          }
+          writes_of(o, w);
+          bool touched = false;
+          for (const Span& x : w) touched = touched || x.overlaps(sent);
+          if (touched) break;  // the bytes sent are not a receive's result
+        }
+      }
+      std::vector<DevOp> kept;
+      kept.reserve(ops.size());
+      for (std::size_t j = 0; j < ops.size(); ++j)
+        if (!gone[j]) kept.push_back(ops[j]);
+      ops = std::move(kept);
+    }
+  }
+
+  // Lanes: barriers where slices of two operations of a rank could meet.
   for (int r = 0; r < p; ++r) {
     std::vector<DevOp> with_barriers;
     Hazards h;
@@ -193,6 +299,17 @@ DeviceProgram compile_device_program(std::span<const CompiledPlan* const> plans,
           reads.push_back(span_of(o.dst, o.bytes));
           writes.push_back(span_of(o.dst, o.bytes));
           break;
+        case DevOpKind::ll_send:  // the slot is the receiver's, written once
+          reads.push_back(span_of(o.src, o.bytes, true));
+          break;
+        case DevOpKind::ll_copy:
+          writes.push_back(span_of(o.dst, o.bytes, true));
+          break;
+        case DevOpKind::ll_reduce:
+          reads.push_back(span_of(o.dst, o.bytes, true));
+          writes.push_back(span_of(o.dst, o.bytes, true));
+          if (o.has_also) writes.push_back(span_of(o.also, o.bytes, true));
+          break;
         default:
           break;
       }
@@ -210,6 +327,7 @@ DeviceProgram compile_device_program(std::span<const CompiledPlan* const> plans,
     per[r] = std::move(with_barriers);
   }
 
+  d.ll_messages = program.ll_messages;
   d.first_op.push_back(0);
   for (int r = 0; r < p; ++r) {
     for (const DevOp& o : per[r]) {
@@ -237,6 +355,22 @@ DeviceProgram compile_device_program(std::span<const CompiledPlan* const> plans,
           d.bytes_read += o.bytes;
           d.bytes_written += o.bytes;
           break;
+        case DevOpKind::ll_send:
+          d.bytes_read += o.bytes;
+          d.bytes_written += ll_slot_bytes(o.bytes);
+          break;
+        case DevOpKind::ll_copy:
+          ++d.copies;
+          d.bytes_read += ll_slot_bytes(o.bytes);
+          d.bytes_written += o.bytes;
+          if (o.fwd_rank >= 0) d.bytes_written += ll_slot_bytes(o.bytes);
+          break;
+        case DevOpKind::ll_reduce:
+          ++d.reduces;
+          d.bytes_read += ll_slot_bytes(o.bytes) + o.bytes;
+          d.bytes_written += o.bytes * (o.has_also ? 2 : 1);
+          if (o.fwd_rank >= 0) d.bytes_written += ll_slot_bytes(o.bytes);
+          break;
       }
       if ((o.kind == DevOpKind::copy || o.kind == DevOpKind::reduce) && o.src.rank != r) ++d.pulls;
       d.ops.push_back(o);
@@ -246,10 +380,14 @@ DeviceProgram compile_device_program(std::span<const CompiledPlan* const> plans,
   return d;
 }
 
-int choose_lanes(std::span<const CompiledPlan* const> plans, int max_lanes) {
+int choose_lanes(std::span<const CompiledPlan* const> plans, int max_lanes,
+                 std::int64_t ll_max_bytes) {
   std::int64_t largest = 0;
   for (const CompiledPlan* p : plans) {
-    for (const PlanMessage& m : p->recvs) largest = std::max(largest, m.ref.bytes);
+    for (const PlanMessage& m : p->recvs) {
+      const bool ll = m.peer != p->rank && m.ref.bytes <= ll_max_bytes;
+      largest = std::max(largest, ll ? m.ref.bytes * (kLaneBytes / kLlLaneBytes) : m.ref.bytes);
+    }
     for (const PlanLocal& l : p->locals)
       if (l.reduce || storage_span(*p, l.src) != storage_span(*p, l.dst))  // not a no-op copy
         largest = std::max(largest, l.src.bytes);
@@ -260,13 +398,19 @@ int choose_lanes(std::span<const CompiledPlan* const> plans, int max_lanes) {
 
 std::vector<interp::ExecOp> bind_device_program(const DeviceProgram& program,
                                                 std::span<const AreaBases> bases,
-                                                std::span<interp::Flag* const> flag_address) {
+                                                std::span<interp::Flag* const> flag_address,
+                                                std::span<unsigned char* const> ll_area) {
   if (static_cast<int>(bases.size()) != program.ranks ||
       static_cast<int>(flag_address.size()) != program.flags())
     throw UsageError("interpreter: binding " + std::to_string(program.ranks) + " ranks and " +
                      std::to_string(program.flags()) + " flags to " + std::to_string(bases.size()) +
                      " ranks' areas and " + std::to_string(flag_address.size()) +
                      " flag addresses");
+  if (program.ll_messages > 0 && static_cast<int>(ll_area.size()) != program.ranks)
+    throw UsageError("interpreter: the program has " + std::to_string(program.ll_messages) +
+                     " LL messages but " + std::to_string(ll_area.size()) +
+                     " LL areas were given for its " + std::to_string(program.ranks) + " ranks");
+  const auto slot_at = [&](const DevOp& o) { return ll_area[o.slot_rank] + o.slot; };
   const auto at = [&](const DevRef& r) {
     return reinterpret_cast<unsigned char*>(bases[r.rank].base[static_cast<int>(r.area)]) +
            r.offset;
@@ -286,6 +430,18 @@ std::vector<interp::ExecOp> bind_device_program(const DeviceProgram& program,
     }
     if (o.kind == DevOpKind::copy || o.kind == DevOpKind::reduce) e.src = at(o.src);
     if (o.kind == DevOpKind::reduce && o.has_also) e.also = at(o.also);
+    if (o.kind == DevOpKind::ll_send) {
+      e.src = at(o.src);
+      e.dst = slot_at(o);
+      e.bytes = o.bytes;
+    }
+    if (o.kind == DevOpKind::ll_copy || o.kind == DevOpKind::ll_reduce) {
+      e.dst = at(o.dst);
+      e.src = slot_at(o);
+      e.bytes = o.bytes;
+      if (o.kind == DevOpKind::ll_reduce && o.has_also) e.also = at(o.also);
+      if (o.fwd_rank >= 0) e.fwd = ll_area[o.fwd_rank] + o.fwd_slot;
+    }
     out.push_back(e);
   }
   return out;

@@ -1,5 +1,6 @@
 #include "realrun/host_interpreter.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <random>
@@ -23,6 +24,7 @@ struct HostEnv {
   static bool leader() { return true; }
   static void sync() {}
   static int share(int v) { return v; }
+  static bool any(bool v) { return v; }
   static interp::ExecOp op(const interp::LaneRun& run, std::uint32_t i) { return run.ops[i]; }
   static std::uint64_t now_ns() {
     return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -89,7 +91,14 @@ HostInterpreter::HostInterpreter(const DeviceProgram& program, std::span<const A
       flags_(std::make_unique<interp::Flag[]>(static_cast<std::size_t>(program.flags()) + 1)) {
   std::vector<interp::Flag*> addresses(program.flags());
   for (int f = 0; f < program.flags(); ++f) addresses[f] = &flags_[f];
-  ops_ = bind_device_program(program, bases, addresses);
+  std::vector<unsigned char*> ll(program.ranks);
+  ll_areas_.resize(program.ranks);
+  for (int r = 0; r < program.ranks; ++r) {
+    const std::int64_t bytes = program.ll_bytes.empty() ? 0 : program.ll_bytes[r];
+    ll_areas_[r].assign(static_cast<std::size_t>(bytes) / sizeof(interp::LlLine), {});
+    ll[r] = reinterpret_cast<unsigned char*>(ll_areas_[r].data());
+  }
+  ops_ = bind_device_program(program, bases, addresses, ll);
 }
 
 void HostInterpreter::run(const HostInterpreterOptions& options) {
@@ -126,6 +135,7 @@ void HostInterpreter::run(const HostInterpreterOptions& options) {
     const interp::Flag word = error_;
     // Start over: the flags of an interrupted iteration mean nothing.
     for (int f = 0; f < program_.flags(); ++f) flags_[f] = 0;
+    for (auto& area : ll_areas_) std::fill(area.begin(), area.end(), interp::LlLine{});
     error_ = 0;
     epoch_ = 0;
     throw RuntimeFailure(describe_interpreter_error(program_, word, options.spin_limit_ms));

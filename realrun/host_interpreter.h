@@ -43,6 +43,7 @@ class HostInterpreter {
  private:
   const DeviceProgram& program_;
   std::unique_ptr<interp::Flag[]> flags_;
+  std::vector<std::vector<interp::LlLine>> ll_areas_;  // per rank, program.ll_bytes[r]
   std::vector<interp::ExecOp> ops_;
   interp::Flag error_ = 0;
   std::uint64_t epoch_ = 0;

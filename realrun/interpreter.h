@@ -23,6 +23,19 @@
 // src read straight from the peer's memory, with the optional `also` copy of
 // the result written in the same pass), with the element operations of
 // realrun/element_ops.h, bit for bit the host's.
+//
+// LL messages (NCCL's "low latency" protocol: src/device/prims_ll.h of
+// github.com/NVIDIA/nccl): the sender pushes the message into a slot of the
+// receiver's LL area as 16-byte lines, each two 8-byte words of 4 data bytes
+// and a 4-byte flag, stored with one 16-byte store; the receiver polls each
+// line until both words carry the iteration's flag, then copies or reduces
+// its 8 data bytes. A word is written whole, so a flag that is seen brings
+// its data with it: no fence, no release or acquire, and no "data ready" or
+// "data pulled" handshake (a slot is written once per iteration). Half the
+// bytes on the wire are flags. Lanes split an LL operation by lines of its
+// user-side region (8 bytes each), so two LL operations on one region give
+// each byte to the same lane (realrun/device_program.cc needs no barrier
+// between them).
 // C++17, nvcc and g++ alike; the host branch uses std::atomic_ref (C++20).
 #pragma once
 
@@ -53,6 +66,9 @@ enum OpCode : std::uint8_t {
   kCopy = 3,       // dst = src
   kReduce = 4,     // dst = dst op src (and also = the result)
   kFinishAvg = 5,  // dst = dst / ranks
+  kLlSend = 6,     // dst (an LL slot, maybe another rank's) = src as lines with the flag
+  kLlCopy = 7,     // dst = the data of src's lines, once every line carries the flag
+  kLlReduce = 8,   // dst = dst op the data of src's lines (and also = the result)
 };
 
 // One operation, bound to addresses. Laid out alike by g++ and nvcc (fixed
@@ -66,6 +82,10 @@ struct ExecOp {
   const unsigned char* src = nullptr;  // copy, reduce: maybe another rank's memory
   unsigned char* also = nullptr;       // reduce: null, or where the result also goes
   std::int64_t bytes = 0;              // copy, reduce, finish_avg
+  // ll_copy, ll_reduce: null, or an LL slot the result is also sent to as
+  // lines (the message that sends on what was just received: NCCL's
+  // recvCopySend / recvReduceSend, one pass instead of a receive and a send).
+  unsigned char* fwd = nullptr;
 };
 
 // The error word: 0 while all is well, else code << 56 | rank << 32 | op.
@@ -111,6 +131,50 @@ struct LaneRun {
   bool system_scope = false;        // flags at system scope (ranks on several GPUs)
   int combine = elem::kSum;         // reduce's function (elem::Op; avg reduces as sum)
 };
+
+// ---- LL lines ---------------------------------------------------------------
+// The flag of an iteration's lines: never 0 (the value of a zeroed area).
+COLLKIT_INTERP std::uint32_t ll_flag(std::uint64_t epoch) {
+  return static_cast<std::uint32_t>(epoch % 0xFFFFFFFFull) + 1u;
+}
+// A line: word k = data bytes 4k..4k+3 | flag << 32.
+struct alignas(16) LlLine {
+  std::uint64_t w[2];
+};
+inline constexpr int kLlDataBytes = 8;  // per 16-byte line
+
+COLLKIT_INTERP void ll_store(LlLine* line, std::uint64_t data, std::uint32_t flag) {
+  const std::uint64_t f = static_cast<std::uint64_t>(flag) << 32;
+  const std::uint64_t w0 = (data & 0xFFFFFFFFull) | f, w1 = (data >> 32) | f;
+#ifdef __CUDACC__
+  // One 16-byte store of two 8-byte words (each single-copy atomic); volatile
+  // as NCCL's storeLL: it goes to L2 and is not merged or delayed.
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(line), "l"(w0), "l"(w1)
+               : "memory");
+#else
+  std::atomic_ref<std::uint64_t>(line->w[0]).store(w0, std::memory_order_relaxed);
+  std::atomic_ref<std::uint64_t>(line->w[1]).store(w1, std::memory_order_relaxed);
+#endif
+}
+// Whether both words of the line carry `flag`; if so `data` is its 8 bytes.
+COLLKIT_INTERP bool ll_load(const LlLine* line, std::uint32_t flag, std::uint64_t& data) {
+  std::uint64_t w0, w1;
+#ifdef __CUDACC__
+  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
+               : "=l"(w0), "=l"(w1)
+               : "l"(line)
+               : "memory");
+#else
+  w0 = std::atomic_ref<std::uint64_t>(const_cast<LlLine*>(line)->w[0])
+           .load(std::memory_order_relaxed);
+  w1 = std::atomic_ref<std::uint64_t>(const_cast<LlLine*>(line)->w[1])
+           .load(std::memory_order_relaxed);
+#endif
+  if (static_cast<std::uint32_t>(w0 >> 32) != flag || static_cast<std::uint32_t>(w1 >> 32) != flag)
+    return false;
+  data = (w0 & 0xFFFFFFFFull) | (w1 << 32);
+  return true;
+}
 
 // ---- flags ------------------------------------------------------------------
 // `system`: ranks on several GPUs (flags read across the peer mapping), so
@@ -267,12 +331,149 @@ COLLKIT_INTERP void avg_slice(const ExecOp& op, int avg_ranks, int lane, int lan
     data[j] = elem::avg_divide(data[j], avg_ranks);
 }
 
+// The `valid` (1..8) bytes of a user region at p, as the low bytes of a word
+// (little-endian, as both the host and the GPU are).
+COLLKIT_INTERP std::uint64_t load8(const unsigned char* p, std::int64_t valid) {
+  if (valid == kLlDataBytes && reinterpret_cast<std::uintptr_t>(p) % 8 == 0)
+    return *reinterpret_cast<const std::uint64_t*>(p);
+  std::uint64_t v = 0;
+  memcpy(&v, p, static_cast<std::size_t>(valid));
+  return v;
+}
+COLLKIT_INTERP void store8(unsigned char* p, std::uint64_t v, std::int64_t valid) {
+  if (valid == kLlDataBytes && reinterpret_cast<std::uintptr_t>(p) % 8 == 0) {
+    *reinterpret_cast<std::uint64_t*>(p) = v;
+    return;
+  }
+  memcpy(p, &v, static_cast<std::size_t>(valid));
+}
+// a op b element-wise over the 8 bytes (8 / sizeof(T) elements; the bytes
+// past a message's end are computed and never stored).
+template <typename T, int OP>
+COLLKIT_INTERP std::uint64_t apply8(std::uint64_t a, std::uint64_t b) {
+  constexpr int kPer = kLlDataBytes / static_cast<int>(sizeof(T));
+  static_assert(kPer >= 1 && kLlDataBytes % sizeof(T) == 0, "elements of 1, 2, 4 or 8 bytes");
+  T x[kPer], y[kPer];
+  memcpy(x, &a, 8);
+  memcpy(y, &b, 8);
+  COLLKIT_UNROLL
+  for (int k = 0; k < kPer; ++k) x[k] = elem::apply<T, OP>(x[k], y[k]);
+  memcpy(&a, x, 8);
+  return a;
+}
+
+// One lane's lines of an LL send: [first, end) of the message's lines, the
+// lane's threads strided within them, kUnroll loads in flight per thread.
+COLLKIT_INTERP void ll_send_slice(const ExecOp& op, std::uint32_t flag, int lane, int lanes,
+                                  int thread, int threads) {
+  const std::int64_t lines = (op.bytes + kLlDataBytes - 1) / kLlDataBytes;
+  auto* slot = reinterpret_cast<LlLine*>(op.dst);
+  const std::int64_t end = slice_begin(lines, lane + 1, lanes);
+  for (std::int64_t k = slice_begin(lines, lane, lanes) + thread; k < end; k += kUnroll * threads) {
+    std::uint64_t v[kUnroll];
+    COLLKIT_UNROLL
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::int64_t i = k + u * threads;
+      if (i < end) {
+        const std::int64_t rest = op.bytes - i * kLlDataBytes;
+        v[u] = load8(op.src + i * kLlDataBytes, rest < kLlDataBytes ? rest : kLlDataBytes);
+      }
+    }
+    COLLKIT_UNROLL
+    for (int u = 0; u < kUnroll; ++u)
+      if (k + u * threads < end) ll_store(slot + k + u * threads, v[u], flag);
+  }
+}
+
+// Polls one line until it carries `flag`, bounded as wait_flag is.
+template <class Env>
+COLLKIT_INTERP ErrorCode poll_line(Env& env, const LaneRun& run, const LlLine* line,
+                                   std::uint32_t flag, std::uint64_t& data,
+                                   std::uint32_t op_index) {
+  const std::uint64_t start = env.now_ns();
+  for (unsigned polls = 1;; ++polls) {
+    env.pause();
+    if (ll_load(line, flag, data)) return kOk;
+    if (polls % 16 != 0) continue;
+    if (error_load(run.error, run.system_scope) != 0) return kAborted;
+    if (env.now_ns() - start > run.spin_limit_ns) {
+      error_store(run.error, error_word(kTimeout, run.rank, op_index), run.system_scope);
+      return kTimeout;
+    }
+  }
+}
+
+// One lane's lines of an LL receive: dst = data (kIsReduce: dst op data, and
+// also = the result), line by line as each arrives; with fwd, each line of
+// the result is also sent on (lines split as an ll_send of dst would).
+template <typename T, int OP, bool kIsReduce, class Env>
+COLLKIT_INTERP ErrorCode ll_recv_slice(Env& env, const LaneRun& run, const ExecOp& op,
+                                       std::uint32_t flag, std::uint32_t op_index) {
+  const std::int64_t lines = (op.bytes + kLlDataBytes - 1) / kLlDataBytes;
+  const auto* slot = reinterpret_cast<const LlLine*>(op.src);
+  const int threads = env.threads();
+  const std::int64_t end = slice_begin(lines, run.lane + 1, run.lanes);
+  for (std::int64_t k = slice_begin(lines, run.lane, run.lanes) + env.thread(); k < end;
+       k += kUnroll * threads) {
+    std::uint64_t v[kUnroll];
+    bool ready[kUnroll];
+    COLLKIT_UNROLL
+    for (int u = 0; u < kUnroll; ++u)
+      ready[u] = k + u * threads >= end || ll_load(slot + k + u * threads, flag, v[u]);
+    COLLKIT_UNROLL
+    for (int u = 0; u < kUnroll; ++u) {
+      if (ready[u]) continue;
+      const ErrorCode e = poll_line(env, run, slot + k + u * threads, flag, v[u], op_index);
+      if (e != kOk) return e;
+    }
+    COLLKIT_UNROLL
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::int64_t i = k + u * threads;
+      if (i >= end) continue;
+      const std::int64_t rest = op.bytes - i * kLlDataBytes;
+      const std::int64_t valid = rest < kLlDataBytes ? rest : kLlDataBytes;
+      unsigned char* d = op.dst + i * kLlDataBytes;
+      std::uint64_t r = v[u];
+      if constexpr (kIsReduce) {
+        r = apply8<T, OP>(load8(d, valid), r);
+        store8(d, r, valid);
+        if (op.also) store8(op.also + i * kLlDataBytes, r, valid);
+      } else {
+        store8(d, r, valid);
+      }
+      // The bytes past the message's end are never read by the receiver.
+      if (op.fwd) ll_store(reinterpret_cast<LlLine*>(op.fwd) + i, r, flag);
+    }
+  }
+  return kOk;
+}
+
+template <typename T, bool kIsReduce, class Env>
+COLLKIT_INTERP ErrorCode ll_recv_op(Env& env, const LaneRun& run, const ExecOp& op,
+                                    std::uint32_t flag, std::uint32_t op_index) {
+  if constexpr (!kIsReduce) {
+    return ll_recv_slice<T, elem::kSum, false>(env, run, op, flag, op_index);
+  } else {
+    switch (run.combine) {
+      case elem::kProd:
+        return ll_recv_slice<T, elem::kProd, true>(env, run, op, flag, op_index);
+      case elem::kMin:
+        return ll_recv_slice<T, elem::kMin, true>(env, run, op, flag, op_index);
+      case elem::kMax:
+        return ll_recv_slice<T, elem::kMax, true>(env, run, op, flag, op_index);
+      default:
+        return ll_recv_slice<T, elem::kSum, true>(env, run, op, flag, op_index);
+    }
+  }
+}
+
 // ---- the program --------------------------------------------------------------
 // Env is what runs the lane (the device's thread block, or one host thread):
 //   int thread(), threads()      this thread among the lane's
 //   bool leader()                thread 0: spins and signals for the lane
 //   void sync()                  every thread of the lane (the block) gets here
 //   int share(int v)             sync() and the leader's v to every thread
+//   bool any(bool v)             sync() and whether v was true on any thread
 //   std::uint64_t now_ns()       a clock for the spin limit
 //   void pause()                 between two polls of a flag
 //   void between_ops()           before every operation (host: random delays)
@@ -301,6 +502,7 @@ COLLKIT_INTERP ErrorCode wait_flag(Env& env, const LaneRun& run, Flag* flag, Fla
 template <typename T, class Env>
 COLLKIT_INTERP ErrorCode run_lane(Env& env, const LaneRun& run) {
   const int lane = run.lane, lanes = run.lanes;
+  const std::uint32_t ll = ll_flag(run.epoch);
   for (std::uint32_t i = 0; i < run.count; ++i) {
     const ExecOp op = env.op(run, i);
     env.between_ops();
@@ -348,6 +550,18 @@ COLLKIT_INTERP ErrorCode run_lane(Env& env, const LaneRun& run) {
         avg_slice<T>(op, run.avg_ranks, lane, lanes, env.thread(), env.threads());
         env.sync();
         break;
+      case kLlSend:
+        ll_send_slice(op, ll, lane, lanes, env.thread(), env.threads());
+        env.sync();
+        break;
+      case kLlCopy:
+      case kLlReduce: {
+        const ErrorCode e = op.code == kLlCopy ? ll_recv_op<T, false>(env, run, op, ll, i)
+                                               : ll_recv_op<T, true>(env, run, op, ll, i);
+        // Every thread of the lane stops if one did (the error word says why).
+        if (env.any(e != kOk)) return e != kOk ? e : kAborted;
+        break;
+      }
       default:
         break;
     }
@@ -409,6 +623,7 @@ struct BlockEnv {
     __syncthreads();  // nobody overwrites *shared before all have read it
     return r;
   }
+  __device__ bool any(bool v) { return __syncthreads_or(v ? 1 : 0) != 0; }
   __device__ std::uint64_t now_ns() const {
     std::uint64_t t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));

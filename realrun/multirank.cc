@@ -16,11 +16,12 @@ struct PendingSend {
   int rank;
   std::uint32_t index;  // into plans[rank]->sends
   int ready;            // event recorded when the data was ready; -1: none needed
+  bool ll;              // an LL message
 };
 
 struct PendingRecv {
   std::uint32_t index;  // into the receiver's plan.recvs
-  bool direct;          // reduced straight from the sender's buffer
+  bool direct;          // reduced straight from the sender's buffer (or its LL slot)
 };
 
 // A region a rank sent, and the event its receiver recorded once it had
@@ -33,11 +34,12 @@ struct PendingPull {
 class Compiler {
  public:
   Compiler(std::span<const CompiledPlan* const> plans, CanRead can_read, void* context,
-           bool release_at_step_end)
+           bool release_at_step_end, std::int64_t ll_max_bytes)
       : plans_(plans),
         can_read_(can_read),
         context_(context),
         release_at_step_end_(release_at_step_end),
+        ll_max_bytes_(ll_max_bytes),
         p_(static_cast<int>(plans.size())),
         sendq_(static_cast<std::size_t>(p_) * p_),
         recvq_(static_cast<std::size_t>(p_) * p_),
@@ -106,7 +108,14 @@ class Compiler {
     // step): a write that overlaps one waits for its reader first.
     std::vector<PendingPull> pulls;
     std::vector<std::pair<int, std::uint32_t>> direct_sends;  // (sender, send) per local
+    std::vector<char> direct_ll;                              // per local: an LL message
   };
+
+  // Whether send `index` of rank r is an LL message.
+  bool is_ll(int r, std::uint32_t index) const {
+    const PlanMessage& m = plans_[r]->sends[index];
+    return ll_max_bytes_ >= 0 && m.peer != r && m.ref.bytes > 0 && m.ref.bytes <= ll_max_bytes_;
+  }
 
   // Whether step `step` of rank r reduces straight from its senders: every
   // receive reduces, every sender is readable, and no reduce target overlaps
@@ -175,10 +184,26 @@ class Compiler {
     s.reduced = false;
     s.unconsumed = 0;
     s.direct_sends.assign(step.locals, {-1, 0});
-    const int ready = step.sends > 0 ? record(r) : -1;
+    s.direct_ll.assign(step.locals, 0);
+    // The data is ready here: LL messages are pushed now, the others
+    // recorded for their receivers.
+    bool simple = false;
+    for (std::uint32_t i = 0; i < step.sends; ++i) {
+      if (!is_ll(r, step.first_send + i)) {
+        simple = true;
+        continue;
+      }
+      StreamCmd c{CmdKind::ll_send, r};
+      c.peer = plan.sends[step.first_send + i].peer;
+      c.send = step.first_send + i;
+      emit(c);
+      ++program_.ll_messages;
+    }
+    const int ready = simple ? record(r) : -1;
     for (std::uint32_t i = 0; i < step.sends; ++i) {
       const PlanMessage& m = plan.sends[step.first_send + i];
-      sendq_[pair(r, m.peer)].push_back({r, step.first_send + i, ready});
+      const bool ll = is_ll(r, step.first_send + i);
+      sendq_[pair(r, m.peer)].push_back({r, step.first_send + i, ll ? -1 : ready, ll});
     }
     for (std::uint32_t i = 0; i < step.recvs; ++i) {
       const PlanMessage& m = plan.recvs[step.first_recv + i];
@@ -210,8 +235,9 @@ class Compiler {
         // buffer; the sender's step cannot end before that.
         State& d = state_[dst];
         const PlanStep& step = plans_[dst]->steps[d.step];
-        d.direct_sends[static_cast<std::size_t>(rm.reduce_local) - step.first_local] = {src,
-                                                                                        snd.index};
+        const std::size_t local = static_cast<std::size_t>(rm.reduce_local) - step.first_local;
+        d.direct_sends[local] = {src, snd.index};
+        d.direct_ll[local] = snd.ll ? 1 : 0;
         ++state_[src].unconsumed;
         continue;
       }
@@ -220,10 +246,11 @@ class Compiler {
       c.peer = src;
       c.send = snd.index;
       c.index = rcv.index;
+      c.ll = snd.ll;
       emit(c);
       ++program_.copies;
       program_.bytes_copied += rm.ref.bytes;
-      if (src != dst) state_[src].pulls.push_back({sm.ref, record(dst)});
+      if (src != dst && !snd.ll) state_[src].pulls.push_back({sm.ref, record(dst)});
     }
   }
 
@@ -242,9 +269,10 @@ class Compiler {
       c.peer = src;
       c.send = send;
       c.index = step.first_local + i;
+      c.ll = s.direct_ll[i] != 0;
       emit(c);
       ++program_.direct_reduces;
-      if (src != r) state_[src].pulls.push_back({plans_[src]->sends[send].ref, record(r)});
+      if (src != r && !c.ll) state_[src].pulls.push_back({plans_[src]->sends[send].ref, record(r)});
       --state_[src].unconsumed;
     }
   }
@@ -280,6 +308,7 @@ class Compiler {
   CanRead can_read_;
   void* context_;
   bool release_at_step_end_;
+  std::int64_t ll_max_bytes_;
   int p_;
   std::vector<std::deque<PendingSend>> sendq_;
   std::vector<std::deque<PendingRecv>> recvq_;
@@ -291,14 +320,21 @@ class Compiler {
 }  // namespace
 
 MultiRankProgram compile_multirank(std::span<const CompiledPlan* const> plans, CanRead can_read,
-                                   void* context, bool release_at_step_end) {
-  return Compiler(plans, can_read, context, release_at_step_end).run();
+                                   void* context, bool release_at_step_end,
+                                   std::int64_t ll_max_bytes) {
+  return Compiler(plans, can_read, context, release_at_step_end, ll_max_bytes).run();
 }
 
 void replay(const MultiRankProgram& program, std::span<const CompiledPlan* const> plans,
             std::span<const AreaBases> bases, StreamEngine& engine) {
+  if (program.ll_messages > 0)
+    throw UsageError(
+        "a multi-rank program with LL messages runs on the interpreter only, not on "
+        "streams");
   for (const StreamCmd& c : program.cmds) {
     switch (c.kind) {
+      case CmdKind::ll_send:
+        break;
       case CmdKind::record:
         engine.record(c.stream, c.event);
         break;

@@ -26,7 +26,7 @@
 
 namespace collkit::realrun {
 
-enum class CmdKind : std::uint8_t { record, wait, copy, local, reduce_from, finish_avg };
+enum class CmdKind : std::uint8_t { record, wait, copy, local, reduce_from, finish_avg, ll_send };
 
 struct StreamCmd {
   CmdKind kind = CmdKind::record;
@@ -37,6 +37,9 @@ struct StreamCmd {
   // copy: into the receiver's plan.recvs; local, reduce_from: into plan.locals
   // (reduce_from runs that reduce with the sender's buffer as its source).
   std::uint32_t index = 0;
+  // copy, reduce_from: an LL message (below), read from the receiver's LL
+  // slot of the message instead of the sender's buffer.
+  bool ll = false;
 };
 
 struct MultiRankProgram {
@@ -46,6 +49,7 @@ struct MultiRankProgram {
   std::int64_t copies = 0;
   std::int64_t bytes_copied = 0;
   std::int64_t direct_reduces = 0;  // receives reduced straight from the sender
+  std::int64_t ll_messages = 0;
 };
 
 // Whether rank `dst`'s kernels can read rank `src`'s memory (same GPU, peer
@@ -63,9 +67,22 @@ using CanRead = bool (*)(void* context, int dst, int src);
 // waits for its step's receivers at the end of the step (the first
 // compiler's rendezvous order, kept to measure the difference on a GPU:
 // COLLKIT_RELEASE_AT_STEP_END=1, docs/BENCH.md).
+//
+// ll_max_bytes >= 0: every message of 1..ll_max_bytes bytes between two
+// ranks is an LL message (the caller asks for it only where every rank can
+// write every other's memory: one GPU, or host memory), for the interpreter
+// only (realrun/interpreter.h): the sender pushes it into the
+// receiver's slot as soon as the step is posted (an ll_send command where the
+// "data ready" record would be), the receiver's copy or reduce_from reads the
+// slot (ll = true) with no wait before it, and nothing is recorded after it
+// (the sender's buffer is never read by the peer, so never guarded). Slots
+// are written once per iteration, so the engine must not start an
+// iteration's sends before the previous iteration's receives have ended (one
+// kernel launch per iteration on one GPU does that). replay() refuses LL.
 MultiRankProgram compile_multirank(std::span<const CompiledPlan* const> plans,
                                    CanRead can_read = nullptr, void* context = nullptr,
-                                   bool release_at_step_end = false);
+                                   bool release_at_step_end = false,
+                                   std::int64_t ll_max_bytes = -1);
 
 // What runs the commands. Pointers are resolved by replay(): copy gets both
 // ends' addresses, local the operation's.

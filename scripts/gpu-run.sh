@@ -4,8 +4,9 @@
 #
 #   device run: carry ["build-gpu"], command "bash scripts/gpu-run.sh all"
 #
-# Stages (one or several, in order): unit sweep (together: tests) kernel
-# vranks graph engines sanitizer; "all" is every one but graph and engines.
+# Stages (one or several, in order): protocols unit sweep (together: tests)
+# kernel vranks graph engines sanitizer; "all" is every one but protocols,
+# graph and engines.
 # The measurements come before the sanitizer runs, which are the slowest.
 # Writes at most 8 files under $OUT (the tool's limit): summary.txt,
 # tests.log, sanitizer.log, kernel_bench.json, bench.log, ar_p2.json,
@@ -29,7 +30,7 @@ stages=("$@")
 want() {
   for s in "${stages[@]}"; do
     [ "$s" = "$1" ] && return 0
-    [ "$s" = all ] && [ "$1" != graph ] && [ "$1" != engines ] && return 0
+    [ "$s" = all ] && [ "$1" != graph ] && [ "$1" != engines ] && [ "$1" != protocols ] && return 0
     [ "$s" = tests ] && { [ "$1" = unit ] || [ "$1" = sweep ]; } && return 0
   done
   return 1
@@ -68,6 +69,28 @@ step() {  # step NAME LOG COMMAND...: runs, appends to LOG, records the exit cod
   echo "libnccl: ${nccl:-not found}"
   echo "compute-sanitizer: $(command -v compute-sanitizer || echo not found)"
 } | tee -a "$summary"
+
+if want protocols; then
+  # The interpreter's protocols side by side: all_reduce at P = 8 with
+  # COLLKIT_INTERPRETER_LL_BYTES taking each value of PROTO_LL in turn (0:
+  # no LL message; 1073741824: every message LL), PROTO_REPS rounds, then
+  # ring at 1 MiB with every message LL on 4, 8 and 16 lanes. Timed runs
+  # (-c 0); the sweep and unit stages check LL's results.
+  log="$out/bench.log"
+  algs="${PROTO_ALGS:-ring,recursive_doubling,rabenseifner,hierarchical,linear,binomial_tree,double_binary_tree,nccl:ring,nccl:tree,nccl:nvls,nccl:nvls_tree}"
+  for rep in $(seq 1 "${PROTO_REPS:-2}"); do
+    for ll in ${PROTO_LL:-0 1073741824}; do
+      step "bench all_reduce -g 8 LL_BYTES=$ll round $rep" "$log" env COLLKIT_INTERPRETER_LL_BYTES="$ll" \
+        "$collkit" bench --backend cuda -g 8 --collective all_reduce --algorithm "$algs" \
+        --engine interpreter -b "${PROTO_MIN:-4K}" -e "${PROTO_MAX:-256M}" -f 4 -n 20 -w 5 -c 0
+    done
+  done
+  for lanes in ${PROTO_LANES:-4 8 16}; do
+    step "bench all_reduce ring 1M LL lanes=$lanes" "$log" env COLLKIT_INTERPRETER_LL_BYTES=1073741824 \
+      COLLKIT_INTERPRETER_LANES="$lanes" "$collkit" bench --backend cuda -g 8 --collective all_reduce \
+      --algorithm ring --engine interpreter -b 1M -e 1M -n 50 -w 5 -c 0
+  done
+fi
 
 log="$out/tests.log"
 if want unit; then
@@ -176,7 +199,7 @@ if want sanitizer; then
     --gtest_brief=1 --gtest_filter='*MatchesTheHost*'
   # The interpreter's persistent kernel: memory errors, shared-memory races
   # and barrier misuse (synccheck) on the ring, tree and all_gather cases.
-  interp_filter='*all_reduce_ring*:*all_reduce_double_binary_tree*:*all_gather_ring*:*ALostSignal*'
+  interp_filter='*all_reduce_ring*:*all_reduce_double_binary_tree*:*all_gather_ring*:*ALostSignal*:*ALostLlSend*'
   step "memcheck cuda_interpreter" "$log" "${san[@]}" "$build/tests/realrun_cuda_interpreter" \
     --gtest_brief=1 --gtest_filter="$interp_filter"
   step "racecheck cuda_interpreter" "$log" compute-sanitizer --tool racecheck --error-exitcode 99 \

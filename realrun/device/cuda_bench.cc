@@ -204,6 +204,15 @@ bool release_at_step_end() {
                     "1: senders wait for their receivers at the end of each step") != 0;
 }
 
+// COLLKIT_INTERPRETER_LL_BYTES: the largest message the interpreter sends
+// as LL (realrun/interpreter.h); 0 sends none. LL runs where every rank is
+// on one GPU: its slots are written once per launch, and only one stream's
+// launches are ordered with each other.
+std::int64_t interpreter_ll_bytes() {
+  return env_tuning("COLLKIT_INTERPRETER_LL_BYTES", 0, std::int64_t{1} << 30, kInterpreterLlBytes,
+                    "the largest message sent as LL (0: none)");
+}
+
 class ScheduleMeasurement final : public CudaMeasurementBase {
  public:
   ScheduleMeasurement(std::unique_ptr<Schedule> schedule, std::vector<CompiledPlan> plans,
@@ -402,6 +411,13 @@ class CudaBackend final : public BenchBackend {
       lane_cap_ = std::max(1, sms / per_device);
       lanes_override_ = static_cast<int>(
           env_tuning("COLLKIT_INTERPRETER_LANES", 1, 4096, 0, "thread blocks per rank"));
+      if (std::min(ranks_, devices_) == 1) {
+        ll_bytes_ = interpreter_ll_bytes();
+        ll_size_ = env_tuning("COLLKIT_INTERPRETER_LL_SIZE", 0, std::int64_t{1} << 40,
+                              kInterpreterLlSize, "the largest collective size with LL messages");
+      }
+      ll_forward_ = env_tuning("COLLKIT_INTERPRETER_LL_FORWARD", 0, 1, 1,
+                               "0: an LL receive does not send its result on itself") != 0;
     }
   }
 
@@ -466,17 +482,22 @@ class CudaBackend final : public BenchBackend {
         std::vector<const CompiledPlan*> ptrs;
         ptrs.reserve(plans.size());
         for (const CompiledPlan& p : plans) ptrs.push_back(&p);
+        // LL for the small messages of a small collective (the table's size
+        // column, max(send, recv) bytes per rank): beyond ll_size_ its
+        // halved bandwidth costs more than the handshakes it saves.
+        const std::int64_t ll = ll_bytes_ > 0 && size.bytes <= ll_size_ ? ll_bytes_ : -1;
         const MultiRankProgram program = compile_multirank(
-            ptrs, &CudaInterpreter::can_read, interpreter.get(), release_at_step_end());
+            ptrs, &CudaInterpreter::can_read, interpreter.get(), release_at_step_end(), ll);
         const int max_lanes = interpreter->max_lanes(type);
         if (max_lanes < 1) why = interpreter->problem(type);
         if (max_lanes >= 1 && lanes_override_ > max_lanes)
           throw UsageError("COLLKIT_INTERPRETER_LANES=" + std::to_string(lanes_override_) +
                            ": at most " + std::to_string(max_lanes) +
                            " thread blocks per rank are resident at once here");
-        const int lanes = lanes_override_ > 0 ? lanes_override_
-                                              : choose_lanes(ptrs, std::min(max_lanes, lane_cap_));
-        DeviceProgram dp = compile_device_program(ptrs, program, lanes);
+        const int lanes = lanes_override_ > 0
+                              ? lanes_override_
+                              : choose_lanes(ptrs, std::min(max_lanes, lane_cap_), ll);
+        DeviceProgram dp = compile_device_program(ptrs, program, lanes, ll_forward_);
         if (why.empty()) why = dp.unsupported;
         if (why.empty())
           return std::make_unique<InterpreterMeasurement>(
@@ -517,6 +538,10 @@ class CudaBackend final : public BenchBackend {
     // interpreter fell back to streams.
     extra["engine"] = engine_name();
     extra["engine_requested"] = to_string(cfg_.engine);
+    if (engine_name() == "interpreter") {
+      extra["interpreter_ll_max_bytes"] = ll_bytes_;
+      extra["interpreter_ll_max_size"] = ll_bytes_ > 0 ? ll_size_ : 0;
+    }
     if (cfg_.engine == CudaEngine::automatic && !interpreter_problem_.empty())
       extra["interpreter_unavailable"] = interpreter_problem_;
     if (!fallbacks_.empty()) {
@@ -547,6 +572,10 @@ class CudaBackend final : public BenchBackend {
   std::string engine_text() const {
     if (cfg_.engine == CudaEngine::automatic && !interpreter_problem_.empty())
       return "streams (the interpreter cannot run here: " + interpreter_problem_ + ")";
+    if (engine_name() == "interpreter")
+      return ll_bytes_ > 0 ? "interpreter (LL messages up to " + std::to_string(ll_bytes_) +
+                                 " B at sizes up to " + std::to_string(ll_size_) + " B)"
+                           : "interpreter (no LL messages)";
     return engine_name();
   }
 
@@ -590,6 +619,9 @@ class CudaBackend final : public BenchBackend {
   std::vector<int> rank_device_;
   std::vector<DeviceInfo> infos_;
   std::string interpreter_problem_;  // empty: the interpreter can run these ranks here
+  std::int64_t ll_bytes_ = 0;        // the interpreter's largest LL message (0: none)
+  std::int64_t ll_size_ = 0;         // and the largest size (bytes per rank) with LL
+  bool ll_forward_ = true;           // compile_device_program's ll_forward
   int lane_cap_ = 1;
   int lanes_override_ = 0;                                   // COLLKIT_INTERPRETER_LANES
   std::set<std::pair<std::string, std::string>> fallbacks_;  // (algorithm, why) ran on streams

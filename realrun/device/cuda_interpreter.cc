@@ -84,12 +84,27 @@ void CudaInterpreter::load(DeviceProgram program, std::span<const AreaBases> bas
     CUDA_CHECK(cudaMemsetAsync(pd.flags.data(), 0, flag_bytes, pd.stream->get()));
     CUDA_CHECK(cudaMemsetAsync(pd.state.data(), 0, sizeof(InterpreterState), pd.stream->get()));
   }
+  // Each rank's LL area lives on its GPU (its senders write it), zeroed: no
+  // line carries a flag before the first iteration writes it.
+  std::vector<unsigned char*> ll(program_.ranks, nullptr);
+  for (PerDevice& pd : per_device_) {
+    DeviceGuard g(pd.device);
+    std::int64_t total = 0;
+    for (int r : pd.ranks) total += program_.ll_bytes.empty() ? 0 : program_.ll_bytes[r];
+    pd.ll = DeviceBuffer(static_cast<std::size_t>(std::max<std::int64_t>(total, 16)), pd.device);
+    CUDA_CHECK(cudaMemsetAsync(pd.ll.data(), 0, pd.ll.size(), pd.stream->get()));
+    std::int64_t at = 0;
+    for (int r : pd.ranks) {
+      ll[r] = reinterpret_cast<unsigned char*>(pd.ll.data()) + at;
+      at += program_.ll_bytes.empty() ? 0 : program_.ll_bytes[r];
+    }
+  }
   std::vector<interp::Flag*> addresses(program_.flags());
   for (int f = 0; f < program_.flags(); ++f)
     addresses[f] = reinterpret_cast<interp::Flag*>(
                        per_device_[index_of(rank_device_[program_.flag_rank[f]])].flags.data()) +
                    flag_slot[f];
-  const std::vector<interp::ExecOp> ops = bind_device_program(program_, bases, addresses);
+  const std::vector<interp::ExecOp> ops = bind_device_program(program_, bases, addresses, ll);
   for (PerDevice& pd : per_device_) {
     DeviceGuard g(pd.device);
     cudaStream_t s = pd.stream->get();
@@ -148,6 +163,7 @@ void CudaInterpreter::check_errors() {
     DeviceGuard g(pd.device);
     CUDA_CHECK(cudaMemsetAsync(pd.flags.data(), 0, pd.flags.size(), pd.stream->get()));
     CUDA_CHECK(cudaMemsetAsync(pd.state.data(), 0, pd.state.size(), pd.stream->get()));
+    CUDA_CHECK(cudaMemsetAsync(pd.ll.data(), 0, pd.ll.size(), pd.stream->get()));
     CUDA_CHECK(cudaStreamSynchronize(pd.stream->get()));
   }
   throw RuntimeFailure(describe_interpreter_error(program_, first, spin_limit_ms_));

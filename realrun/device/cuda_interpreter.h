@@ -61,6 +61,7 @@ class CudaInterpreter {
     std::unique_ptr<CudaStream> stream;
     std::vector<int> ranks;  // on this GPU
     DeviceBuffer ops, first_op, ranks_here, flags, state;
+    DeviceBuffer ll;  // the LL areas of the ranks on this GPU, one after another
   };
   std::vector<int> rank_device_;
   std::vector<int> devices_;  // distinct, in order of first rank

@@ -13,6 +13,7 @@
 #include "tests/cli/cli_runner.h"
 #ifdef COLLKIT_HAVE_CUDA
 #include "realrun/device/cuda_util.h"
+#include "realrun/device_program.h"
 #endif
 
 namespace collkit {
@@ -174,8 +175,20 @@ TEST(CudaBenchCliTest, EnginesRunEveryAlgorithmAndSaySo) {
     return std::pair{r.out, read_report(json.string())};
   };
   const auto [default_out, by_default] = run("", "engine_default.json");
-  EXPECT_NE(default_out.find(", engine interpreter\n"), std::string::npos) << default_out;
+  EXPECT_NE(default_out.find(", engine interpreter ("), std::string::npos) << default_out;
   EXPECT_EQ(by_default.extra.at("engine").get<std::string>(), "interpreter");
+  // LL where every rank is on one GPU, up to the default message size.
+  const std::int64_t ll =
+      by_default.extra.at("gpus").get<int>() == 1 ? realrun::kInterpreterLlBytes : 0;
+  EXPECT_EQ(by_default.extra.at("interpreter_ll_max_bytes").get<std::int64_t>(), ll);
+  EXPECT_EQ(by_default.extra.at("interpreter_ll_max_size").get<std::int64_t>(),
+            ll > 0 ? realrun::kInterpreterLlSize : 0);
+  EXPECT_NE(
+      default_out.find(ll > 0 ? "(LL messages up to " + std::to_string(ll) + " B at sizes up to " +
+                                    std::to_string(realrun::kInterpreterLlSize) + " B)\n"
+                              : std::string("(no LL messages)\n")),
+      std::string::npos)
+      << default_out;
   EXPECT_EQ(by_default.extra.at("engine_requested").get<std::string>(), "automatic");
   const auto [streams_out, streams] = run("--engine streams", "engine_streams.json");
   EXPECT_NE(streams_out.find(", engine streams\n"), std::string::npos) << streams_out;

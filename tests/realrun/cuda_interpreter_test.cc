@@ -35,7 +35,10 @@ using testing_oracle::registered_cases;
 
 // One collective on the interpreter: plans, device buffers, the program.
 struct DeviceWorld {
-  DeviceWorld(const Schedule& s, DataType type, RedOp op, bool in_place, int lanes_wanted) {
+  // ll: compile_multirank's ll_max_bytes, used where every rank is on one
+  // GPU (LL's slots are written once per launch; the bench does the same).
+  DeviceWorld(const Schedule& s, DataType type, RedOp op, bool in_place, int lanes_wanted,
+              std::int64_t ll = -1) {
     const int p = s.ranks();
     const int devices = cuda_device_count();
     for (int r = 0; r < p; ++r) plans.push_back(compile_plan(s, r, type, op, in_place));
@@ -50,7 +53,8 @@ struct DeviceWorld {
     problem = interpreter->problem(type);
     if (!problem.empty()) return;
     const MultiRankProgram multirank =
-        compile_multirank(ptrs, &CudaInterpreter::can_read, interpreter.get());
+        compile_multirank(ptrs, &CudaInterpreter::can_read, interpreter.get(), false,
+                          interpreter->devices().size() == 1 ? ll : -1);
     lanes = std::min(lanes_wanted, interpreter->max_lanes(type));
     program = compile_device_program(ptrs, multirank, lanes);
   }
@@ -123,16 +127,19 @@ TEST_P(CudaInterpreterTest, ComputesTheCollectiveInOneKernel) {
             ok = in_place_hazard(*s, r, in_place_layout(c, p, r, root, n)).empty();
           if (!ok) break;
         }
-        // Lanes: 1, 2, 3 and, for the large count, 8.
+        // Lanes: 1, 2, 3 and, for the large count, 8. Every message LL, or
+        // none.
         const int lanes = n > 60000 ? 8 : 1 + static_cast<int>(n % 3);
-        DeviceWorld w(*s, type, op, in_place, lanes);
-        ASSERT_EQ(w.problem, "");
-        ASSERT_EQ(w.program.unsupported, "");
-        w.load();
-        const std::int64_t wrong = w.run_checked(5, in_place ? 1 : 3, root, n);
-        ASSERT_EQ(wrong, 0) << to_string(c) << " " << tc.algorithm << " p=" << p << " n=" << n
-                            << " " << to_string(type) << " " << to_string(op) << " lanes "
-                            << w.lanes << (in_place ? " in place" : "");
+        for (const std::int64_t ll : {std::int64_t{-1}, std::int64_t{1} << 30}) {
+          DeviceWorld w(*s, type, op, in_place, lanes, ll);
+          ASSERT_EQ(w.problem, "");
+          ASSERT_EQ(w.program.unsupported, "");
+          w.load();
+          const std::int64_t wrong = w.run_checked(5, in_place ? 1 : 3, root, n);
+          ASSERT_EQ(wrong, 0) << to_string(c) << " " << tc.algorithm << " p=" << p << " n=" << n
+                              << " " << to_string(type) << " " << to_string(op) << " lanes "
+                              << w.lanes << (in_place ? " in place" : "") << " ll " << ll;
+        }
       }
     }
   }
@@ -156,22 +163,52 @@ class CudaInterpreterDeviceTest : public ::testing::Test {
 };
 
 // Every type and op, bit for bit with the host's expected values, on the
-// reducing collectives' ring and tree algorithms.
+// reducing collectives' ring and tree algorithms, with and without LL.
 TEST_F(CudaInterpreterDeviceTest, EveryTypeAndOpMatchesTheCheckData) {
   for (DataType t : kAllDataTypes) {
     for (RedOp op : kAllRedOps) {
       for (const char* algorithm : {"ring", "double_binary_tree"}) {
-        const int p = 4;
-        const std::int64_t n = 4099;
-        const auto s = schedule(Collective::all_reduce, algorithm, p, 0, n, t);
-        DeviceWorld w(*s, t, op, false, 2);
-        ASSERT_EQ(w.problem, "");
-        w.load();
-        EXPECT_EQ(w.run_checked(7, 2, 0, n), 0)
-            << algorithm << " " << to_string(t) << " " << to_string(op);
+        for (const std::int64_t ll : {std::int64_t{-1}, std::int64_t{1} << 30}) {
+          const int p = 4;
+          const std::int64_t n = 4099;
+          const auto s = schedule(Collective::all_reduce, algorithm, p, 0, n, t);
+          DeviceWorld w(*s, t, op, false, 2, ll);
+          ASSERT_EQ(w.problem, "");
+          w.load();
+          EXPECT_EQ(w.run_checked(7, 2, 0, n), 0)
+              << algorithm << " " << to_string(t) << " " << to_string(op) << " ll " << ll;
+        }
       }
     }
   }
+}
+
+// Without one LL send its receiver's lines never get the flag: the bounded
+// spin stops the kernel with an error, and the unchanged program runs after.
+TEST_F(CudaInterpreterDeviceTest, ALostLlSendStopsTheKernelWithAnError) {
+  const int p = 4;
+  const auto s = schedule(Collective::all_reduce, "ring", p, 0, 1000, DataType::float32);
+  DeviceWorld w(*s, DataType::float32, RedOp::sum, false, 2, 1 << 30);
+  ASSERT_EQ(w.problem, "");
+  if (w.program.ll_messages == 0) GTEST_SKIP() << "LL runs where every rank is on one GPU";
+  const DeviceProgram good = w.program;
+  std::uint32_t i = 0;
+  while (w.program.rank_ops(2)[i].kind != DevOpKind::ll_send) ++i;
+  w.program.ops.erase(w.program.ops.begin() + w.program.first_op[2] + i);
+  for (int q = 3; q <= p; ++q) --w.program.first_op[q];
+  w.load(300);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    w.run_checked(1, 1, 0, 1000);
+    FAIL() << "no error";
+  } catch (const RuntimeFailure& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("waited longer than 300 ms"), std::string::npos) << what;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  w.program = good;
+  w.load();
+  EXPECT_EQ(w.run_checked(2, 2, 0, 1000), 0);
 }
 
 // A program without one of its signals: the kernel's bounded spin stops it

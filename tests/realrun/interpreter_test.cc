@@ -55,12 +55,14 @@ std::unique_ptr<Schedule> schedule(Collective c, const std::string& algorithm, i
 
 // Every rank of one schedule as a device program on host memory.
 struct World {
-  World(const Schedule& s, DataType type, RedOp op, bool in_place, bool direct, int lanes) {
+  // ll: compile_multirank's ll_max_bytes (-1: no LL messages).
+  World(const Schedule& s, DataType type, RedOp op, bool in_place, bool direct, int lanes,
+        std::int64_t ll = -1) {
     for (int r = 0; r < s.ranks(); ++r) plans.push_back(compile_plan(s, r, type, op, in_place));
     for (const CompiledPlan& p : plans) ptrs.push_back(&p);
     for (const CompiledPlan& p : plans) ranks.push_back(std::make_unique<HostRank>(p));
     for (const auto& r : ranks) bases.push_back(r->bases);
-    multirank = compile_multirank(ptrs, direct ? &host_can_read : nullptr, nullptr);
+    multirank = compile_multirank(ptrs, direct ? &host_can_read : nullptr, nullptr, false, ll);
     program = compile_device_program(ptrs, multirank, lanes);
   }
   // Runs `program` (as compiled, or as a test changed it) once.
@@ -184,6 +186,80 @@ TEST(DeviceProgramTest, RingAllReduceTrafficIsTheDocumentedBound) {
   }
 }
 
+// Ring all_reduce with every message LL: each rank pushes 2 (P - 1)
+// messages and receives them with no wait, no signal and, at 16 lanes, no
+// barrier in place (the block a rank reduces is the block it sends next,
+// the same region, so the same lanes) and one out of place (after the first
+// copy, whose slices are not lines). Traffic: a slot is 2b for a message
+// of b, so a reduce-scatter step moves b (send: read) + 2b (slot written)
+// + 2b (slot read) + b (own block read) + b (written) = 7b and an
+// all-gather step b + 2b + 2b + b = 6b. Forwarded (the default), every
+// send but a rank's first goes out of the receive that computed its block
+// (2P - 3 per rank), which saves reading the block again: (11P - 10) b.
+TEST(DeviceProgramTest, LlRingNeedsNoHandshakes) {
+  for (int p : {2, 5, 8}) {
+    const std::int64_t n = std::int64_t{1024} * p;  // elements of 8 bytes
+    const std::int64_t b = n * 8 / p;
+    const auto s = schedule(Collective::all_reduce, "ring", p, 0, n, 8);
+    for (bool in_place : {true, false}) {
+      World w(*s, DataType::int64, RedOp::sum, in_place, true, 16, 1 << 30);
+      const DeviceProgram& d = w.program;
+      EXPECT_EQ(d.ll_messages, 2 * p * (p - 1)) << "p=" << p;
+      EXPECT_EQ(d.waits, 0) << "p=" << p;
+      EXPECT_EQ(d.signals, 0) << "p=" << p;
+      EXPECT_EQ(d.barriers, in_place ? 0 : p) << "p=" << p << (in_place ? " in place" : "");
+      EXPECT_EQ(w.multirank.ll_messages, d.ll_messages);
+      const std::int64_t copy = in_place ? 0 : 2 * n * 8;  // per rank
+      EXPECT_EQ(d.ll_forwards, p * (2 * p - 3)) << "p=" << p;
+      EXPECT_EQ(d.bytes_read + d.bytes_written, p * (copy + (11 * p - 10) * b))
+          << "p=" << p << (in_place ? " in place" : "");
+      const DeviceProgram unfolded = compile_device_program(w.ptrs, w.multirank, 16, false);
+      EXPECT_EQ(unfolded.ll_forwards, 0);
+      EXPECT_EQ(unfolded.ll_messages, d.ll_messages);
+      EXPECT_EQ(unfolded.barriers, d.barriers);
+      EXPECT_EQ(unfolded.bytes_read + unfolded.bytes_written,
+                p * (copy + (p - 1) * (7 * b + 6 * b)))
+          << "p=" << p << (in_place ? " in place" : "");
+      for (int r = 0; r < p; ++r) {
+        std::int64_t area = 0;
+        for (const DevOp& o : d.ops) {
+          if (o.kind == DevOpKind::ll_send && o.slot_rank == r) area += ll_slot_bytes(o.bytes);
+          if (o.fwd_rank == r) area += ll_slot_bytes(o.bytes);
+        }
+        EXPECT_EQ(d.ll_bytes[r], area) << "rank " << r;
+        EXPECT_EQ(d.ll_bytes[r], std::int64_t{4} * (p - 1) * b) << "rank " << r;
+      }
+    }
+    // Messages over the limit stay as they were: the same program as
+    // without LL.
+    World simple(*s, DataType::int64, RedOp::sum, false, true, 16, b - 1);
+    World none(*s, DataType::int64, RedOp::sum, false, true, 16);
+    EXPECT_EQ(simple.program.ll_messages, 0);
+    EXPECT_EQ(simple.program.ops.size(), none.program.ops.size());
+    EXPECT_EQ(simple.program.waits, none.program.waits);
+  }
+}
+
+// A line is ready only when both of its words carry the iteration's flag:
+// a zeroed slot, a line of the previous iteration, or a line half written
+// are not; the data comes back whole.
+TEST(InterpreterTest, LlLineCarriesItsFlagInBothWords) {
+  interp::LlLine line{};
+  std::uint64_t data = 0;
+  EXPECT_FALSE(interp::ll_load(&line, interp::ll_flag(0), data));
+  EXPECT_NE(interp::ll_flag(0), 0u);
+  EXPECT_NE(interp::ll_flag(0xFFFFFFFEull), 0u);  // never the zeroed value
+  EXPECT_NE(interp::ll_flag(0), interp::ll_flag(1));
+  interp::ll_store(&line, 0x0123456789ABCDEFull, interp::ll_flag(7));
+  EXPECT_FALSE(interp::ll_load(&line, interp::ll_flag(8), data));
+  ASSERT_TRUE(interp::ll_load(&line, interp::ll_flag(7), data));
+  EXPECT_EQ(data, 0x0123456789ABCDEFull);
+  // Iteration 8 has written the first word only.
+  line.w[0] = (line.w[0] & 0xFFFFFFFFull) | (std::uint64_t{interp::ll_flag(8)} << 32);
+  EXPECT_FALSE(interp::ll_load(&line, interp::ll_flag(8), data));
+  EXPECT_FALSE(interp::ll_load(&line, interp::ll_flag(7), data));
+}
+
 // One lane per 32 KiB of the largest operation (a ring block of 256 KiB:
 // 8), within [1, max_lanes].
 TEST(DeviceProgramTest, LanesFollowTheLargestOperation) {
@@ -195,9 +271,15 @@ TEST(DeviceProgramTest, LanesFollowTheLargestOperation) {
   EXPECT_EQ(choose_lanes(w.ptrs, 1000), largest / kLaneBytes);
   EXPECT_EQ(choose_lanes(w.ptrs, 3), 3);
   EXPECT_EQ(choose_lanes(w.ptrs, 0), 1);
+  // LL messages: one lane per 8 KiB of the largest (256 KiB blocks: 32);
+  // messages over the LL limit count as before.
+  EXPECT_EQ(choose_lanes(w.ptrs, 1000, largest), largest / kLlLaneBytes);
+  EXPECT_EQ(choose_lanes(w.ptrs, 1000, largest - 1), largest / kLaneBytes);
+  EXPECT_EQ(choose_lanes(w.ptrs, 16, largest), 16);
   const auto small = schedule(Collective::all_reduce, "ring", 4, 0, 5, 8);
   World t(*small, DataType::int64, RedOp::sum, false, true, 1);
   EXPECT_EQ(choose_lanes(t.ptrs, 1000), 1);
+  EXPECT_EQ(choose_lanes(t.ptrs, 1000, 1 << 30), 1);
 }
 
 TEST(DeviceProgramTest, BadLanesAndBindingsAreUsageErrors) {
@@ -214,9 +296,10 @@ class InterpreterScheduleTest : public ::testing::TestWithParam<Case> {};
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(InterpreterScheduleTest);
 
 // For every p = 2..8 two runs, whose root, count (0, 1, p - 1, p + 1, a few
-// hundred), placement, lanes (1..3) and receive mode (pull into temp, or
-// reduce straight from the sender) rotate with the case and p, so that
-// every case meets most of them and the suite stays fast.
+// hundred), placement, lanes (1..3), receive mode (pull into temp, or
+// reduce straight from the sender) and protocol (every message LL, none, or
+// those of at most 40 bytes: both kinds in one program) rotate with the case
+// and p, so that every case meets most of them and the suite stays fast.
 TEST_P(InterpreterScheduleTest, ComputesTheCollective) {
   const Case& tc = GetParam();
   const Collective c = tc.collective;
@@ -230,6 +313,7 @@ TEST_P(InterpreterScheduleTest, ComputesTheCollective) {
       const int root = roots[(k + run) % roots.size()];
       const int lanes = 1 + static_cast<int>((k + run) % 3);
       const bool direct = (k + run) % 2 == 0;
+      const std::int64_t ll = std::vector<std::int64_t>{-1, 1 << 30, 40}[(k / 2 + run) % 3];
       const RedOp op = is_reduction(c) ? (k % 2 ? RedOp::max : RedOp::sum) : RedOp::sum;
       const auto s = schedule(c, tc.algorithm, p, root, n, 8);
       bool in_place = run == 1;
@@ -237,7 +321,7 @@ TEST_P(InterpreterScheduleTest, ComputesTheCollective) {
         in_place = in_place_hazard(*s, r, in_place_layout(c, p, r, root, n)).empty();
       std::vector<Values> in;
       for (int r = 0; r < p; ++r) in.push_back(naive_input(c, p, r, root, n));
-      World w(*s, DataType::int64, op, in_place, direct, lanes);
+      World w(*s, DataType::int64, op, in_place, direct, lanes, ll);
       ASSERT_EQ(w.program.unsupported, "");
       load_inputs(w, in, in_place);
       HostInterpreterOptions o;
@@ -248,7 +332,7 @@ TEST_P(InterpreterScheduleTest, ComputesTheCollective) {
         ASSERT_EQ(out[r], naive_output(c, op, p, r, root, n, in))
             << to_string(c) << " " << tc.algorithm << " p=" << p << " root=" << root << " n=" << n
             << " lanes=" << lanes << (direct ? " direct" : "") << (in_place ? " in place" : "")
-            << " rank " << r;
+            << " ll=" << ll << " rank " << r;
     }
   }
 }
@@ -276,7 +360,10 @@ TEST(InterpreterTest, EveryTypeAndOpMatchesTheCheckData) {
       const int root = p - 1;
       ++i;
       const auto s = schedule(c, algorithm, p, root, n, size_of(t));
-      World w(*s, t, op, false, i % 2 == 0, lanes);
+      // LL on every other pair of cases: odd byte counts (int8, half) end
+      // messages within a line.
+      const std::int64_t ll = (i / 2) % 2 == 0 ? std::int64_t{1} << 30 : -1;
+      World w(*s, t, op, false, i % 2 == 0, lanes, ll);
       for (std::int64_t iter : {3, 4}) {
         for (int r = 0; r < p; ++r) {
           fill_check_input(c, t, op, p, r, iter,
@@ -292,7 +379,8 @@ TEST(InterpreterTest, EveryTypeAndOpMatchesTheCheckData) {
           const std::span<const std::byte> got{w.ranks[r]->output(), expected.size()};
           EXPECT_EQ(count_wrong(t, got, expected), 0)
               << to_string(c) << " " << algorithm << " p=" << p << " lanes=" << lanes << " "
-              << to_string(t) << " " << to_string(op) << " iteration " << iter << " rank " << r;
+              << to_string(t) << " " << to_string(op) << " ll=" << ll << " iteration " << iter
+              << " rank " << r;
         }
       }
       EXPECT_EQ(w.engine->iterations(), 2u);
@@ -404,6 +492,65 @@ TEST(InterpreterMutationTest, DroppingASignalStopsWithAnError) {
   EXPECT_EQ(w.engine->iterations(), 0u);
   World good(*s, DataType::int64, RedOp::sum, false, false, 2);
   EXPECT_NO_THROW(good.run(o));
+}
+
+// Without one LL send its receiver polls lines that never get the flag:
+// the bounded spin stops the program with an error naming the rank; the
+// unchanged program then runs. And an LL receive that did not check the
+// flags (its data read before the sender pushed it) is caught: the sender
+// is slowed down, and the receiver's result is wrong unless it waits line
+// by line.
+TEST(InterpreterMutationTest, DroppingAnLlSendStopsWithAnError) {
+  const int p = 3;
+  const auto s = schedule(Collective::all_gather, "ring", p, 0, 30, 8);
+  World w(*s, DataType::int64, RedOp::sum, false, true, 2, 1 << 30);
+  std::uint32_t send = 0;
+  while (w.program.rank_ops(2)[send].kind != DevOpKind::ll_send) ++send;
+  drop_op(w.program, 2, send);
+  HostInterpreterOptions o;
+  o.spin_limit_ms = 200;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    w.run(o);
+    FAIL() << "no error";
+  } catch (const RuntimeFailure& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("waited longer than 200 ms"), std::string::npos) << what;
+    EXPECT_NE(what.find("(ll_"), std::string::npos) << what;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(w.engine->iterations(), 0u);
+  World good(*s, DataType::int64, RedOp::sum, false, true, 2, 1 << 30);
+  EXPECT_NO_THROW(good.run(o));
+}
+
+// LL receives wait line by line: with the sender of every message slowed
+// down, ring all_reduce with every message LL is right on every iteration,
+// and the iterations' flags keep a slot of the previous one from being
+// taken for this one (the second run's inputs differ).
+TEST(InterpreterTest, LlReceivesWaitForSlowSenders) {
+  const int p = 4;
+  const std::int64_t n = 203;
+  const auto s = schedule(Collective::all_reduce, "ring", p, 0, n, 8);
+  World w(*s, DataType::int64, RedOp::sum, false, true, 3, 1 << 30);
+  ASSERT_EQ(w.program.waits, 0);
+  for (int iter = 0; iter < 3; ++iter) {
+    std::vector<Values> in;
+    for (int r = 0; r < p; ++r) {
+      in.push_back(naive_input(Collective::all_reduce, p, r, 0, n));
+      for (auto& v : in.back()) v += std::int64_t{1000} * iter;
+    }
+    load_inputs(w, in, false);
+    HostInterpreterOptions o;
+    o.seed = 5 + iter;
+    o.slow_rank = iter % p;
+    o.slow_us = 500;
+    w.run(o);
+    const auto out = outputs(w);
+    for (int r = 0; r < p; ++r)
+      ASSERT_EQ(out[r], naive_output(Collective::all_reduce, RedOp::sum, p, r, 0, n, in))
+          << "iteration " << iter << " rank " << r;
+  }
 }
 
 using testing_oracle::ListSchedule;
