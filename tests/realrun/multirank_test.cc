@@ -295,6 +295,50 @@ TEST(MultiRankTest, CommandsFollowTheRendezvousContract) {
   EXPECT_EQ(copies, 5 * 4);
 }
 
+// LL messages (for the interpreter): each is pushed by an ll_send on the
+// sender's stream at the post of its step, where the "data ready" record
+// would be, and read by a copy or reduce_from marked ll with no wait before
+// it and no "pulled" record after it. Ring all_reduce with every message LL
+// has no event at all; with a limit between its two message sizes only the
+// small ones are LL. The streams engines cannot run LL: replay refuses it.
+TEST(MultiRankTest, LlMessagesNeedNoEvents) {
+  const int p = 4;
+  const auto s = schedule(Collective::all_reduce, "ring", p, 0, 4 * p + 1, 8);
+  for (bool direct : {false, true}) {
+    World w(*s, DataType::int64, RedOp::sum, false, direct);
+    const MultiRankProgram all =
+        compile_multirank(w.ptrs, direct ? &host_can_read : nullptr, nullptr, false, 1 << 30);
+    EXPECT_EQ(all.ll_messages, 2 * p * (p - 1));
+    EXPECT_TRUE(all.event_stream.empty()) << all.event_stream.size() << " events";
+    std::int64_t sends = 0, ll_reads = 0;
+    for (const StreamCmd& c : all.cmds) {
+      EXPECT_NE(c.kind, CmdKind::wait);
+      EXPECT_NE(c.kind, CmdKind::record);
+      if (c.kind == CmdKind::ll_send) {
+        ++sends;
+        EXPECT_EQ(c.peer, w.plans[c.stream].sends[c.send].peer);
+      }
+      if (c.kind == CmdKind::copy || c.kind == CmdKind::reduce_from) {
+        EXPECT_TRUE(c.ll);
+        ++ll_reads;
+      }
+    }
+    EXPECT_EQ(sends, all.ll_messages);
+    EXPECT_EQ(ll_reads, all.ll_messages);
+    EXPECT_THROW(replay(all, w.ptrs, w.bases, *std::make_unique<HostStreams>(p, 0)), UsageError);
+    // Blocks of 5 and 4 elements: a limit of 32 bytes takes the 4s only.
+    const MultiRankProgram some =
+        compile_multirank(w.ptrs, direct ? &host_can_read : nullptr, nullptr, false, 32);
+    std::int64_t small = 0;
+    for (int r = 0; r < p; ++r)
+      for (const PlanMessage& m : w.plans[r].sends) small += m.ref.bytes <= 32 ? 1 : 0;
+    EXPECT_GT(small, 0);
+    EXPECT_LT(small, 2 * p * (p - 1));
+    EXPECT_EQ(some.ll_messages, small);
+    EXPECT_FALSE(some.event_stream.empty());
+  }
+}
+
 using testing_oracle::ListSchedule;
 
 ScheduleSpec spec_of(int p, std::int64_t n) {
