@@ -81,7 +81,7 @@ struct ExecOp {
   unsigned char* dst = nullptr;
   const unsigned char* src = nullptr;  // copy, reduce: maybe another rank's memory
   unsigned char* also = nullptr;       // reduce: null, or where the result also goes
-  std::int64_t bytes = 0;              // copy, reduce, finish_avg
+  std::int64_t bytes = 0;              // copy, reduce, finish_avg, the LL operations
   // ll_copy, ll_reduce: null, or an LL slot the result is also sent to as
   // lines (the message that sends on what was just received: NCCL's
   // recvCopySend / recvReduceSend, one pass instead of a receive and a send).
