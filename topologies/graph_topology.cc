@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <boost/graph/compressed_sparse_row_graph.hpp>
 #include <boost/graph/dijkstra_shortest_paths.hpp>
 #include <boost/graph/dijkstra_shortest_paths_no_color_map.hpp>
@@ -37,6 +38,55 @@ constexpr int kPartialReruns = 2;
 // route(): in-degree from which a partial tree's tight in-links are found by
 // walking the in-links and the settled nodes together (both sorted).
 constexpr std::int64_t kMergeInLinks = 16;
+// Settled nodes from which a partial tree orders them by a radix sort; below
+// it std::sort is as fast (about 0.5 us for 64 nodes either way; for 1,024
+// the radix sort takes a third of the time, for 8,192 a quarter).
+constexpr std::size_t kRadixSortMin = 96;
+// The widest digit of that radix sort: its counts (2^11 of them at most)
+// stay in L1, and vertex ids below 2^22 take two passes.
+constexpr int kRadixBits = 11;
+
+// The settled nodes with their distances, ordered by node: what sorting the
+// (node, distance) pairs gives, since a search settles each node once. The
+// ids are below `vertices`, so a least-significant-digit radix sort orders
+// them in as few counting passes as their width needs (two at 2048 nodes of
+// 8 GPUs, where std::sort of the pairs took 3.4% of an nccl all_reduce),
+// its last pass writing the pairs. `nodes` is left in an unspecified order.
+std::vector<std::pair<int, std::int64_t>> settled_by_node(std::vector<int>& nodes,
+                                                          std::size_t vertices,
+                                                          const std::vector<std::int64_t>& dist) {
+  std::vector<std::pair<int, std::int64_t>> out;
+  if (nodes.size() < kRadixSortMin) {
+    std::sort(nodes.begin(), nodes.end());
+    out.reserve(nodes.size());
+    for (int v : nodes) out.emplace_back(v, dist[v]);
+    return out;
+  }
+  const int bits = std::max(1, static_cast<int>(std::bit_width(vertices - 1)));
+  const int passes = (bits + kRadixBits - 1) / kRadixBits;
+  const int digit = (bits + passes - 1) / passes;
+  const std::uint32_t mask = (std::uint32_t{1} << digit) - 1;
+  std::vector<std::uint32_t> count(std::size_t{1} << digit);
+  std::vector<int> spare(passes > 1 ? nodes.size() : 0);
+  out.resize(nodes.size());
+  std::vector<int>* from = &nodes;
+  std::vector<int>* to = &spare;
+  for (int pass = 0; pass < passes; ++pass) {
+    const int shift = pass * digit;
+    const auto bucket = [&](int v) { return (static_cast<std::uint32_t>(v) >> shift) & mask; };
+    std::fill(count.begin(), count.end(), 0);
+    for (int v : *from) ++count[bucket(v)];
+    std::uint32_t sum = 0;
+    for (std::uint32_t& c : count) sum += std::exchange(c, sum);
+    if (pass + 1 < passes) {
+      for (int v : *from) (*to)[count[bucket(v)]++] = v;
+      std::swap(from, to);
+    } else {
+      for (int v : *from) out[count[bucket(v)]++] = {v, dist[v]};
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -351,10 +401,8 @@ const GraphTopology::Tree& GraphTopology::tree(int root, int target) const {
     // Distances are exact, so what an earlier search settled joins what this
     // one did (a farther target settles at least every nearer node; nodes at
     // the earlier target's distance may be missing from this one).
-    std::vector<std::pair<int, std::int64_t>> fresh;
-    fresh.reserve(examined_.size());
-    for (int v : examined_) fresh.emplace_back(v, scratch_[v]);
-    std::sort(fresh.begin(), fresh.end());
+    std::vector<std::pair<int, std::int64_t>> fresh =
+        settled_by_node(examined_, scratch_.size(), scratch_);
     if (t.settled.empty()) {
       t.settled = std::move(fresh);
     } else {
