@@ -147,6 +147,8 @@ class FlowNetwork {
   // Max-min fair rates (fill_rate) of the flows in comp_flows_, from the
   // filling state reallocate() gave the links in comp_links_.
   void fill();
+  // fill(): orders fill_sorted_ by (share, slot), ShareLater's order reversed.
+  void sort_initial();
   void leave(std::uint32_t f);
   // Lists a link whose flows changed for the next reallocate(), once: an
   // instant changes each link many times (about 11 times on average for an
@@ -193,6 +195,10 @@ class FlowNetwork {
   std::vector<std::uint32_t> comp_flows_;
   std::vector<Share> fill_sorted_;  // fill(): the links' initial entries, in order
   std::vector<Share> fill_heap_;    // fill(): the entries pushed since
+  // sort_initial(): the radix sort's keys, its other buffer and its counts.
+  std::vector<std::uint64_t> fill_keys_;
+  std::vector<std::uint64_t> fill_spare_keys_;
+  std::vector<std::uint32_t> fill_counts_;
   std::vector<std::uint32_t> touched_;
 };
 
