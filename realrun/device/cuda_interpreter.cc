@@ -64,6 +64,12 @@ std::string CudaInterpreter::problem(DataType type) const {
 
 void CudaInterpreter::load(DeviceProgram program, std::span<const AreaBases> bases,
                            double spin_limit_ms) {
+  // An LL slot is written once per launch, so the launches that write and
+  // read it must be ordered: one stream, one GPU.
+  if (program.ll_messages > 0 && devices_.size() > 1)
+    throw UsageError("interpreter: a program with LL messages needs every rank on one GPU; its " +
+                     std::to_string(program.ranks) + " ranks are on " +
+                     std::to_string(devices_.size()) + " GPUs");
   program_ = std::move(program);
   spin_limit_ms_ = spin_limit_ms;
   const auto index_of = [&](int device) {
