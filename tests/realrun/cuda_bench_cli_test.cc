@@ -9,11 +9,11 @@
 #include <string>
 #include <utility>
 
+#include "realrun/device_program.h"
 #include "reports/report.h"
 #include "tests/cli/cli_runner.h"
 #ifdef COLLKIT_HAVE_CUDA
 #include "realrun/device/cuda_util.h"
-#include "realrun/device_program.h"
 #endif
 
 namespace collkit {
