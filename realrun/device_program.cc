@@ -56,7 +56,12 @@ struct Hazards {
   }
 };
 
-interp::OpCode code_of(DevOpKind k) {
+interp::OpCode code_of(DevOpKind k, LlProtocol protocol) {
+  if (protocol == LlProtocol::ll128) {
+    if (k == DevOpKind::ll_send) return interp::kLl128Send;
+    if (k == DevOpKind::ll_copy) return interp::kLl128Copy;
+    if (k == DevOpKind::ll_reduce) return interp::kLl128Reduce;
+  }
   switch (k) {
     case DevOpKind::wait:
       return interp::kWait;
@@ -81,6 +86,8 @@ interp::OpCode code_of(DevOpKind k) {
 }
 
 }  // namespace
+
+std::string_view to_string(LlProtocol p) { return p == LlProtocol::ll128 ? "LL128" : "LL"; }
 
 std::string_view to_string(DevOpKind k) {
   switch (k) {
@@ -107,7 +114,8 @@ std::string_view to_string(DevOpKind k) {
 }
 
 DeviceProgram compile_device_program(std::span<const CompiledPlan* const> plans,
-                                     const MultiRankProgram& program, int lanes, bool ll_forward) {
+                                     const MultiRankProgram& program, int lanes, bool ll_forward,
+                                     LlProtocol protocol) {
   if (lanes < 1) throw UsageError("interpreter: lanes must be >= 1, got " + std::to_string(lanes));
   const int p = static_cast<int>(plans.size());
   if (p < 1 || program.ranks != p)
@@ -118,6 +126,7 @@ DeviceProgram compile_device_program(std::span<const CompiledPlan* const> plans,
   d.lanes = lanes;
   d.type = plans[0]->type;
   d.op = plans[0]->op;
+  d.ll_protocol = protocol;
   d.flag_rank = program.event_stream;
   std::vector<std::vector<DevOp>> per(p);
   const auto ref = [](int rank, const PlanRef& r) { return DevRef{rank, r.area, r.offset}; };
@@ -131,7 +140,7 @@ DeviceProgram compile_device_program(std::span<const CompiledPlan* const> plans,
   const auto slot = [&](int sender, std::uint32_t send) {
     const PlanMessage& m = plans[sender]->sends[send];
     const auto [it, fresh] = slot_of.try_emplace({sender, send}, d.ll_bytes[m.peer]);
-    if (fresh) d.ll_bytes[m.peer] += ll_slot_bytes(m.ref.bytes);
+    if (fresh) d.ll_bytes[m.peer] += ll_slot_bytes(m.ref.bytes, protocol);
     return it->second;
   };
 
@@ -357,19 +366,19 @@ DeviceProgram compile_device_program(std::span<const CompiledPlan* const> plans,
           break;
         case DevOpKind::ll_send:
           d.bytes_read += o.bytes;
-          d.bytes_written += ll_slot_bytes(o.bytes);
+          d.bytes_written += ll_slot_bytes(o.bytes, protocol);
           break;
         case DevOpKind::ll_copy:
           ++d.copies;
-          d.bytes_read += ll_slot_bytes(o.bytes);
+          d.bytes_read += ll_slot_bytes(o.bytes, protocol);
           d.bytes_written += o.bytes;
-          if (o.fwd_rank >= 0) d.bytes_written += ll_slot_bytes(o.bytes);
+          if (o.fwd_rank >= 0) d.bytes_written += ll_slot_bytes(o.bytes, protocol);
           break;
         case DevOpKind::ll_reduce:
           ++d.reduces;
-          d.bytes_read += ll_slot_bytes(o.bytes) + o.bytes;
+          d.bytes_read += ll_slot_bytes(o.bytes, protocol) + o.bytes;
           d.bytes_written += o.bytes * (o.has_also ? 2 : 1);
-          if (o.fwd_rank >= 0) d.bytes_written += ll_slot_bytes(o.bytes);
+          if (o.fwd_rank >= 0) d.bytes_written += ll_slot_bytes(o.bytes, protocol);
           break;
       }
       if ((o.kind == DevOpKind::copy || o.kind == DevOpKind::reduce) && o.src.rank != r) ++d.pulls;
@@ -410,6 +419,13 @@ std::vector<interp::ExecOp> bind_device_program(const DeviceProgram& program,
     throw UsageError("interpreter: the program has " + std::to_string(program.ll_messages) +
                      " LL messages but " + std::to_string(ll_area.size()) +
                      " LL areas were given for its " + std::to_string(program.ranks) + " ranks");
+  const std::uintptr_t align =
+      program.ll_protocol == LlProtocol::ll128 ? sizeof(interp::Ll128Line) : sizeof(interp::LlLine);
+  for (std::size_t r = 0; r < ll_area.size(); ++r)
+    if (reinterpret_cast<std::uintptr_t>(ll_area[r]) % align != 0)
+      throw UsageError("interpreter: rank " + std::to_string(r) + "'s LL area is not " +
+                       std::to_string(align) + "-byte aligned (" +
+                       std::string(to_string(program.ll_protocol)) + " lines)");
   const auto slot_at = [&](const DevOp& o) { return ll_area[o.slot_rank] + o.slot; };
   const auto at = [&](const DevRef& r) {
     return reinterpret_cast<unsigned char*>(bases[r.rank].base[static_cast<int>(r.area)]) +
@@ -419,7 +435,7 @@ std::vector<interp::ExecOp> bind_device_program(const DeviceProgram& program,
   out.reserve(program.ops.size());
   for (const DevOp& o : program.ops) {
     interp::ExecOp e;
-    e.code = code_of(o.kind);
+    e.code = code_of(o.kind, program.ll_protocol);
     if (o.flag >= 0) e.flag = flag_address[o.flag];
     if (o.kind == DevOpKind::wait || o.kind == DevOpKind::barrier)
       e.arrivals = static_cast<std::uint32_t>(program.lanes);

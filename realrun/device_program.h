@@ -83,8 +83,18 @@ struct DevOp {
   std::int64_t fwd_slot = -1;
 };
 
-// Bytes of an LL slot for a message of `bytes`: 16 per 8 data bytes.
-inline constexpr std::int64_t ll_slot_bytes(std::int64_t bytes) {
+// How a program's LL messages travel (realrun/interpreter.h): LL's 16-byte
+// lines of 8 data bytes, or LL128's 128-byte lines of 120.
+enum class LlProtocol : std::uint8_t { ll, ll128 };
+std::string_view to_string(LlProtocol p);
+
+// Bytes of a slot for a message of `bytes`: 16 per 8 data bytes (LL), 128
+// per 120 (LL128; so every LL128 slot stays 128-byte aligned).
+inline constexpr std::int64_t ll_slot_bytes(std::int64_t bytes,
+                                            LlProtocol protocol = LlProtocol::ll) {
+  if (protocol == LlProtocol::ll128)
+    return (bytes + interp::kLl128DataBytes - 1) / interp::kLl128DataBytes *
+           static_cast<std::int64_t>(sizeof(interp::Ll128Line));
   return (bytes + interp::kLlDataBytes - 1) / interp::kLlDataBytes *
          static_cast<std::int64_t>(sizeof(interp::LlLine));
 }
@@ -98,7 +108,8 @@ struct DeviceProgram {
   std::vector<std::uint32_t>
       first_op;                // ranks + 1 entries: rank r's are [first_op[r], first_op[r+1])
   std::vector<int> flag_rank;  // per flag, the rank whose lanes signal it
-  std::vector<std::int64_t> ll_bytes;  // per rank, its LL area (zeroed before the first run)
+  std::vector<std::int64_t> ll_bytes;       // per rank, its LL area (zeroed before the first run)
+  LlProtocol ll_protocol = LlProtocol::ll;  // of every LL message of the program
   // Empty when the interpreter can run it; otherwise why not (the streams
   // engine runs such plans: a local copy between overlapping regions).
   std::string unsupported;
@@ -122,10 +133,11 @@ struct DeviceProgram {
 // ll_forward: an ll_send whose bytes are exactly what an earlier LL receive
 // of the rank wrote, with nothing writing them in between, is folded into
 // that receive (it sends each line on as it computes it; the message leaves
-// earlier, never with other data). Throws UsageError for lanes < 1.
+// earlier, never with other data). protocol: how every LL message travels.
+// Throws UsageError for lanes < 1.
 DeviceProgram compile_device_program(std::span<const CompiledPlan* const> plans,
                                      const MultiRankProgram& program, int lanes,
-                                     bool ll_forward = true);
+                                     bool ll_forward = true, LlProtocol protocol = LlProtocol::ll);
 
 // Lanes for the plans' program: one per kLaneBytes of its largest data
 // operation (a message or a local operation), at least 1, at most
@@ -153,9 +165,9 @@ int choose_lanes(std::span<const CompiledPlan* const> plans, int max_lanes,
 
 // The program's operations bound to memory: bases[r] are rank r's areas,
 // flag_address[f] where flag f lives, ll_area[r] rank r's LL area
-// (program.ll_bytes[r] bytes, 16-byte aligned; may be empty when no rank
-// has one). first_op of the program indexes the result as it does
-// program.ops.
+// (program.ll_bytes[r] bytes, 16-byte aligned, 128 for LL128; may be empty
+// when no rank has one; a misaligned one is a UsageError). first_op of the program indexes the
+// result as it does program.ops.
 std::vector<interp::ExecOp> bind_device_program(const DeviceProgram& program,
                                                 std::span<const AreaBases> bases,
                                                 std::span<interp::Flag* const> flag_address,

@@ -95,7 +95,8 @@ HostInterpreter::HostInterpreter(const DeviceProgram& program, std::span<const A
   ll_areas_.resize(program.ranks);
   for (int r = 0; r < program.ranks; ++r) {
     const std::int64_t bytes = program.ll_bytes.empty() ? 0 : program.ll_bytes[r];
-    ll_areas_[r].assign(static_cast<std::size_t>(bytes) / sizeof(interp::LlLine), {});
+    constexpr std::int64_t kLine = sizeof(interp::Ll128Line);
+    ll_areas_[r].assign(static_cast<std::size_t>((bytes + kLine - 1) / kLine), {});
     ll[r] = reinterpret_cast<unsigned char*>(ll_areas_[r].data());
   }
   ops_ = bind_device_program(program, bases, addresses, ll);
@@ -135,7 +136,7 @@ void HostInterpreter::run(const HostInterpreterOptions& options) {
     const interp::Flag word = error_;
     // Start over: the flags of an interrupted iteration mean nothing.
     for (int f = 0; f < program_.flags(); ++f) flags_[f] = 0;
-    for (auto& area : ll_areas_) std::fill(area.begin(), area.end(), interp::LlLine{});
+    for (auto& area : ll_areas_) std::fill(area.begin(), area.end(), interp::Ll128Line{});
     error_ = 0;
     epoch_ = 0;
     throw RuntimeFailure(describe_interpreter_error(program_, word, options.spin_limit_ms));

@@ -43,7 +43,8 @@ class HostInterpreter {
  private:
   const DeviceProgram& program_;
   std::unique_ptr<interp::Flag[]> flags_;
-  std::vector<std::vector<interp::LlLine>> ll_areas_;  // per rank, program.ll_bytes[r]
+  // per rank, program.ll_bytes[r] in 128-byte lines (aligned for LL and LL128)
+  std::vector<std::vector<interp::Ll128Line>> ll_areas_;
   std::vector<interp::ExecOp> ops_;
   interp::Flag error_ = 0;
   std::uint64_t epoch_ = 0;

@@ -36,6 +36,19 @@
 // user-side region (8 bytes each), so two LL operations on one region give
 // each byte to the same lane (realrun/device_program.cc needs no barrier
 // between them).
+//
+// LL128 messages (NCCL's LL128: src/device/prims_ll128.h): 128-byte lines
+// of 15 data words and one flag word. On the GPU eight consecutive threads
+// of a warp store a line's eight 16-byte parts with one warp-wide
+// instruction, and NCCL relies on that store arriving whole: a receiver
+// whose eighth thread sees the flag takes the other seven parts as they
+// were loaded (the warp reloads all of them while any line's flag is
+// missing). 120 of every 128 bytes are data. The host, which has no such
+// store, writes the data words and then the flag word with release, and
+// reads the flag with acquire before the data: the host tests check the
+// layout, slots and forwarding; whether a GPU delivers the line whole is
+// checked on the GPU (docs/BENCH.md). Lanes split an LL128 operation by
+// 120-byte lines of its user-side region.
 // C++17, nvcc and g++ alike; the host branch uses std::atomic_ref (C++20).
 #pragma once
 
@@ -69,6 +82,9 @@ enum OpCode : std::uint8_t {
   kLlSend = 6,     // dst (an LL slot, maybe another rank's) = src as lines with the flag
   kLlCopy = 7,     // dst = the data of src's lines, once every line carries the flag
   kLlReduce = 8,   // dst = dst op the data of src's lines (and also = the result)
+  kLl128Send = 9,  // the same three in 128-byte LL128 lines
+  kLl128Copy = 10,
+  kLl128Reduce = 11,
 };
 
 // One operation, bound to addresses. Laid out alike by g++ and nvcc (fixed
@@ -448,21 +464,238 @@ COLLKIT_INTERP ErrorCode ll_recv_slice(Env& env, const LaneRun& run, const ExecO
   return kOk;
 }
 
-template <typename T, bool kIsReduce, class Env>
+// ---- LL128 lines -------------------------------------------------------------
+// Line L of a message holds its bytes [120 L, 120 L + 120) in words 0..14 and
+// the iteration's flag in word 15. Part j (0..7) is words 2j and 2j + 1:
+// bytes [120 L + 16 j, + 16) of the message for j < 7, [120 L + 112, + 8)
+// and the flag for j = 7.
+struct alignas(128) Ll128Line {
+  std::uint64_t w[16];
+};
+inline constexpr int kLl128DataBytes = 120;  // per 128-byte line
+inline constexpr int kLl128Parts = 8;        // 16-byte parts, one per thread on the GPU
+
+// Part j's data words from a user region of `bytes` (bytes past its end read
+// as 0; part 7's second word is the flag's, left 0 here).
+COLLKIT_INTERP void ll128_read_part(const unsigned char* user, std::int64_t bytes,
+                                    std::int64_t line, int j, std::uint64_t& a, std::uint64_t& b) {
+  const std::int64_t off = line * kLl128DataBytes + 16 * j;
+  const std::int64_t cap = j < kLl128Parts - 1 ? 16 : 8;
+  const std::int64_t valid = bytes - off < cap ? bytes - off : cap;
+  a = valid > 0 ? load8(user + off, valid < 8 ? valid : 8) : 0;
+  b = valid > 8 ? load8(user + off + 8, valid - 8) : 0;
+}
+
+// dst = part j's data (kIsReduce: dst op the data, and also = the result),
+// for the bytes of the part inside the message; a and b become the result
+// words (what a forwarded line carries).
+template <typename T, int OP, bool kIsReduce>
+COLLKIT_INTERP void ll128_write_part(const ExecOp& op, std::int64_t line, int j, std::uint64_t& a,
+                                     std::uint64_t& b) {
+  const std::int64_t off = line * kLl128DataBytes + 16 * j;
+  const std::int64_t cap = j < kLl128Parts - 1 ? 16 : 8;
+  const std::int64_t valid = op.bytes - off < cap ? op.bytes - off : cap;
+  std::uint64_t* word[2] = {&a, &b};
+  for (int h = 0; h < 2; ++h) {
+    const std::int64_t v = valid - 8 * h < 8 ? valid - 8 * h : 8;
+    if (v <= 0) break;
+    unsigned char* d = op.dst + off + 8 * h;
+    if constexpr (kIsReduce) {
+      *word[h] = apply8<T, OP>(load8(d, v), *word[h]);
+      store8(d, *word[h], v);
+      if (op.also) store8(op.also + off + 8 * h, *word[h], v);
+    } else {
+      store8(d, *word[h], v);
+    }
+  }
+}
+
+#ifdef __CUDACC__
+inline constexpr unsigned kFullWarp = 0xFFFFFFFFu;
+// One thread's part of a line: a 16-byte volatile store or load (with the
+// other seven threads of its group, one 128-byte access of the warp).
+__device__ __forceinline__ void ll128_store_part(Ll128Line* line, int j, std::uint64_t a,
+                                                 std::uint64_t b) {
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(line->w + 2 * j), "l"(a), "l"(b)
+               : "memory");
+}
+__device__ __forceinline__ void ll128_load_part(const Ll128Line* line, int j, std::uint64_t& a,
+                                                std::uint64_t& b) {
+  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
+               : "=l"(a), "=l"(b)
+               : "l"(line->w + 2 * j)
+               : "memory");
+}
+#else
+// The host: data words, then the flag with release; the flag with acquire,
+// then the data words.
+inline void ll128_store_line(Ll128Line* line, const std::uint64_t (&w)[15], std::uint32_t flag) {
+  for (int i = 0; i < 15; ++i)
+    std::atomic_ref<std::uint64_t>(line->w[i]).store(w[i], std::memory_order_relaxed);
+  std::atomic_ref<std::uint64_t>(line->w[15]).store(flag, std::memory_order_release);
+}
+inline bool ll128_load_line(const Ll128Line* line, std::uint32_t flag, std::uint64_t (&w)[15]) {
+  auto* l = const_cast<Ll128Line*>(line);
+  if (std::atomic_ref<std::uint64_t>(l->w[15]).load(std::memory_order_acquire) != flag)
+    return false;
+  for (int i = 0; i < 15; ++i)
+    w[i] = std::atomic_ref<std::uint64_t>(l->w[i]).load(std::memory_order_relaxed);
+  return true;
+}
+#endif
+
+// One lane's lines of an LL128 send. The GPU: groups of eight threads, one
+// line each, kUnroll lines in flight per group; the loop's trip count is the
+// same for every thread of the block, so each warp stores converged.
+COLLKIT_INTERP void ll128_send_slice(const ExecOp& op, std::uint32_t flag, int lane, int lanes,
+                                     int thread, int threads) {
+  const std::int64_t lines = (op.bytes + kLl128DataBytes - 1) / kLl128DataBytes;
+  auto* slot = reinterpret_cast<Ll128Line*>(op.dst);
+  const std::int64_t first = slice_begin(lines, lane, lanes);
+  const std::int64_t end = slice_begin(lines, lane + 1, lanes);
+#ifdef __CUDACC__
+  const int groups = threads / kLl128Parts, g = thread / kLl128Parts, j = thread % kLl128Parts;
+  for (std::int64_t k = first; k < end; k += kUnroll * groups) {
+    std::uint64_t a[kUnroll], b[kUnroll];
+    COLLKIT_UNROLL
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::int64_t line = k + g + u * groups;
+      if (line < end) ll128_read_part(op.src, op.bytes, line, j, a[u], b[u]);
+      if (j == kLl128Parts - 1) b[u] = flag;
+    }
+    __syncwarp();
+    COLLKIT_UNROLL
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::int64_t line = k + g + u * groups;
+      if (line < end) ll128_store_part(slot + line, j, a[u], b[u]);
+    }
+  }
+#else
+  for (std::int64_t line = first + thread; line < end; line += threads) {
+    std::uint64_t w[15];
+    for (int j = 0; j < kLl128Parts; ++j) {
+      std::uint64_t b = 0;
+      ll128_read_part(op.src, op.bytes, line, j, w[2 * j], b);
+      if (j < kLl128Parts - 1) w[2 * j + 1] = b;
+    }
+    ll128_store_line(slot + line, w, flag);
+  }
+#endif
+}
+
+// One lane's lines of an LL128 receive (as ll_recv_slice: dst = data, or dst
+// op data with also, and with fwd each result line sent on).
+template <typename T, int OP, bool kIsReduce, class Env>
+COLLKIT_INTERP ErrorCode ll128_recv_slice(Env& env, const LaneRun& run, const ExecOp& op,
+                                          std::uint32_t flag, std::uint32_t op_index) {
+  const std::int64_t lines = (op.bytes + kLl128DataBytes - 1) / kLl128DataBytes;
+  const auto* slot = reinterpret_cast<const Ll128Line*>(op.src);
+  auto* fwd = reinterpret_cast<Ll128Line*>(op.fwd);
+  const std::int64_t first = slice_begin(lines, run.lane, run.lanes);
+  const std::int64_t end = slice_begin(lines, run.lane + 1, run.lanes);
+#ifdef __CUDACC__
+  const int thread = env.thread();
+  const int groups = env.threads() / kLl128Parts, g = thread / kLl128Parts,
+            j = thread % kLl128Parts;
+  for (std::int64_t k = first; k < end; k += kUnroll * groups) {
+    std::uint64_t a[kUnroll], b[kUnroll];
+    // Loads every part of the warp's lines; whether a flag is missing.
+    const auto load = [&]() {
+      bool miss = false;
+      COLLKIT_UNROLL
+      for (int u = 0; u < kUnroll; ++u) {
+        const std::int64_t line = k + g + u * groups;
+        if (line >= end) continue;
+        ll128_load_part(slot + line, j, a[u], b[u]);
+        if (j == kLl128Parts - 1 && b[u] != flag) miss = true;
+      }
+      return __any_sync(kFullWarp, miss);
+    };
+    if (load()) {
+      const std::uint64_t start = env.now_ns();
+      for (unsigned polls = 1;; ++polls) {
+        env.pause();
+        if (!load()) break;
+        if (polls % 16 != 0) continue;
+        ErrorCode e = kOk;
+        if (error_load(run.error, run.system_scope) != 0) {
+          e = kAborted;
+        } else if (env.now_ns() - start > run.spin_limit_ns) {
+          error_store(run.error, error_word(kTimeout, run.rank, op_index), run.system_scope);
+          e = kTimeout;
+        }
+        // The whole warp stops together (its threads share the loads).
+        if (__any_sync(kFullWarp, e != kOk)) return e != kOk ? e : kAborted;
+      }
+    }
+    COLLKIT_UNROLL
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::int64_t line = k + g + u * groups;
+      if (line < end) ll128_write_part<T, OP, kIsReduce>(op, line, j, a[u], b[u]);
+      if (j == kLl128Parts - 1) b[u] = flag;
+    }
+    if (fwd) {
+      __syncwarp();
+      COLLKIT_UNROLL
+      for (int u = 0; u < kUnroll; ++u) {
+        const std::int64_t line = k + g + u * groups;
+        if (line < end) ll128_store_part(fwd + line, j, a[u], b[u]);
+      }
+    }
+  }
+#else
+  for (std::int64_t line = first + env.thread(); line < end; line += env.threads()) {
+    std::uint64_t w[15];
+    if (!ll128_load_line(slot + line, flag, w)) {
+      const std::uint64_t start = env.now_ns();
+      for (unsigned polls = 1;; ++polls) {
+        env.pause();
+        if (ll128_load_line(slot + line, flag, w)) break;
+        if (polls % 16 != 0) continue;
+        if (error_load(run.error, run.system_scope) != 0) return kAborted;
+        if (env.now_ns() - start > run.spin_limit_ns) {
+          error_store(run.error, error_word(kTimeout, run.rank, op_index), run.system_scope);
+          return kTimeout;
+        }
+      }
+    }
+    for (int j = 0; j < kLl128Parts; ++j) {
+      std::uint64_t b = j < kLl128Parts - 1 ? w[2 * j + 1] : 0;
+      ll128_write_part<T, OP, kIsReduce>(op, line, j, w[2 * j], b);
+      if (j < kLl128Parts - 1) w[2 * j + 1] = b;
+    }
+    if (fwd) ll128_store_line(fwd + line, w, flag);
+  }
+#endif
+  return kOk;
+}
+
+template <typename T, int OP, bool kIsReduce, bool k128, class Env>
+COLLKIT_INTERP ErrorCode recv_slice(Env& env, const LaneRun& run, const ExecOp& op,
+                                    std::uint32_t flag, std::uint32_t op_index) {
+  if constexpr (k128) {
+    return ll128_recv_slice<T, OP, kIsReduce>(env, run, op, flag, op_index);
+  } else {
+    return ll_recv_slice<T, OP, kIsReduce>(env, run, op, flag, op_index);
+  }
+}
+
+// An LL (k128: LL128) receive, its combining function chosen once.
+template <typename T, bool kIsReduce, bool k128, class Env>
 COLLKIT_INTERP ErrorCode ll_recv_op(Env& env, const LaneRun& run, const ExecOp& op,
                                     std::uint32_t flag, std::uint32_t op_index) {
   if constexpr (!kIsReduce) {
-    return ll_recv_slice<T, elem::kSum, false>(env, run, op, flag, op_index);
+    return recv_slice<T, elem::kSum, false, k128>(env, run, op, flag, op_index);
   } else {
     switch (run.combine) {
       case elem::kProd:
-        return ll_recv_slice<T, elem::kProd, true>(env, run, op, flag, op_index);
+        return recv_slice<T, elem::kProd, true, k128>(env, run, op, flag, op_index);
       case elem::kMin:
-        return ll_recv_slice<T, elem::kMin, true>(env, run, op, flag, op_index);
+        return recv_slice<T, elem::kMin, true, k128>(env, run, op, flag, op_index);
       case elem::kMax:
-        return ll_recv_slice<T, elem::kMax, true>(env, run, op, flag, op_index);
+        return recv_slice<T, elem::kMax, true, k128>(env, run, op, flag, op_index);
       default:
-        return ll_recv_slice<T, elem::kSum, true>(env, run, op, flag, op_index);
+        return recv_slice<T, elem::kSum, true, k128>(env, run, op, flag, op_index);
     }
   }
 }
@@ -554,10 +787,19 @@ COLLKIT_INTERP ErrorCode run_lane(Env& env, const LaneRun& run) {
         ll_send_slice(op, ll, lane, lanes, env.thread(), env.threads());
         env.sync();
         break;
+      case kLl128Send:
+        ll128_send_slice(op, ll, lane, lanes, env.thread(), env.threads());
+        env.sync();
+        break;
       case kLlCopy:
-      case kLlReduce: {
-        const ErrorCode e = op.code == kLlCopy ? ll_recv_op<T, false>(env, run, op, ll, i)
-                                               : ll_recv_op<T, true>(env, run, op, ll, i);
+      case kLlReduce:
+      case kLl128Copy:
+      case kLl128Reduce: {
+        ErrorCode e = kOk;
+        if (op.code == kLlCopy) e = ll_recv_op<T, false, false>(env, run, op, ll, i);
+        if (op.code == kLlReduce) e = ll_recv_op<T, true, false>(env, run, op, ll, i);
+        if (op.code == kLl128Copy) e = ll_recv_op<T, false, true>(env, run, op, ll, i);
+        if (op.code == kLl128Reduce) e = ll_recv_op<T, true, true>(env, run, op, ll, i);
         // Every thread of the lane stops if one did (the error word says why).
         if (env.any(e != kOk)) return e != kOk ? e : kAborted;
         break;

@@ -418,6 +418,12 @@ class CudaBackend final : public BenchBackend {
       }
       ll_forward_ = env_tuning("COLLKIT_INTERPRETER_LL_FORWARD", 0, 1, 1,
                                "0: an LL receive does not send its result on itself") != 0;
+      // COLLKIT_INTERPRETER_LL128=1: the LL messages travel as LL128 lines
+      // (120 data bytes per 128; realrun/interpreter.h).
+      ll_protocol_ =
+          env_tuning("COLLKIT_INTERPRETER_LL128", 0, 1, 0, "1: LL messages as LL128 lines") != 0
+              ? LlProtocol::ll128
+              : LlProtocol::ll;
     }
   }
 
@@ -497,7 +503,7 @@ class CudaBackend final : public BenchBackend {
         const int lanes = lanes_override_ > 0
                               ? lanes_override_
                               : choose_lanes(ptrs, std::min(max_lanes, lane_cap_), ll);
-        DeviceProgram dp = compile_device_program(ptrs, program, lanes, ll_forward_);
+        DeviceProgram dp = compile_device_program(ptrs, program, lanes, ll_forward_, ll_protocol_);
         if (why.empty()) why = dp.unsupported;
         if (why.empty())
           return std::make_unique<InterpreterMeasurement>(
@@ -541,6 +547,7 @@ class CudaBackend final : public BenchBackend {
     if (engine_name() == "interpreter") {
       extra["interpreter_ll_max_bytes"] = ll_bytes_;
       extra["interpreter_ll_max_size"] = ll_bytes_ > 0 ? ll_size_ : 0;
+      extra["interpreter_ll_protocol"] = to_string(ll_protocol_);
     }
     if (cfg_.engine == CudaEngine::automatic && !interpreter_problem_.empty())
       extra["interpreter_unavailable"] = interpreter_problem_;
@@ -573,7 +580,8 @@ class CudaBackend final : public BenchBackend {
     if (cfg_.engine == CudaEngine::automatic && !interpreter_problem_.empty())
       return "streams (the interpreter cannot run here: " + interpreter_problem_ + ")";
     if (engine_name() == "interpreter")
-      return ll_bytes_ > 0 ? "interpreter (LL messages up to " + std::to_string(ll_bytes_) +
+      return ll_bytes_ > 0 ? "interpreter (" + std::string(to_string(ll_protocol_)) +
+                                 " messages up to " + std::to_string(ll_bytes_) +
                                  " B at sizes up to " + std::to_string(ll_size_) + " B)"
                            : "interpreter (no LL messages)";
     return engine_name();
@@ -618,10 +626,11 @@ class CudaBackend final : public BenchBackend {
   int devices_ = 0;
   std::vector<int> rank_device_;
   std::vector<DeviceInfo> infos_;
-  std::string interpreter_problem_;  // empty: the interpreter can run these ranks here
-  std::int64_t ll_bytes_ = 0;        // the interpreter's largest LL message (0: none)
-  std::int64_t ll_size_ = 0;         // and the largest size (bytes per rank) with LL
-  bool ll_forward_ = true;           // compile_device_program's ll_forward
+  std::string interpreter_problem_;          // empty: the interpreter can run these ranks here
+  std::int64_t ll_bytes_ = 0;                // the interpreter's largest LL message (0: none)
+  std::int64_t ll_size_ = 0;                 // and the largest size (bytes per rank) with LL
+  bool ll_forward_ = true;                   // compile_device_program's ll_forward
+  LlProtocol ll_protocol_ = LlProtocol::ll;  // and its protocol
   int lane_cap_ = 1;
   int lanes_override_ = 0;                                   // COLLKIT_INTERPRETER_LANES
   std::set<std::pair<std::string, std::string>> fallbacks_;  // (algorithm, why) ran on streams

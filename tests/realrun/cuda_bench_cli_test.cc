@@ -183,6 +183,7 @@ TEST(CudaBenchCliTest, EnginesRunEveryAlgorithmAndSaySo) {
   EXPECT_EQ(by_default.extra.at("interpreter_ll_max_bytes").get<std::int64_t>(), ll);
   EXPECT_EQ(by_default.extra.at("interpreter_ll_max_size").get<std::int64_t>(),
             ll > 0 ? realrun::kInterpreterLlSize : 0);
+  EXPECT_EQ(by_default.extra.at("interpreter_ll_protocol").get<std::string>(), "LL");
   EXPECT_NE(
       default_out.find(ll > 0 ? "(LL messages up to " + std::to_string(ll) + " B at sizes up to " +
                                     std::to_string(realrun::kInterpreterLlSize) + " B)\n"

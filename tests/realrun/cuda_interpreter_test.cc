@@ -36,9 +36,10 @@ using testing_oracle::registered_cases;
 // One collective on the interpreter: plans, device buffers, the program.
 struct DeviceWorld {
   // ll: compile_multirank's ll_max_bytes, used where every rank is on one
-  // GPU (LL's slots are written once per launch; the bench does the same).
+  // GPU (LL's slots are written once per launch; the bench does the same),
+  // sent by `protocol`.
   DeviceWorld(const Schedule& s, DataType type, RedOp op, bool in_place, int lanes_wanted,
-              std::int64_t ll = -1) {
+              std::int64_t ll = -1, LlProtocol protocol = LlProtocol::ll) {
     const int p = s.ranks();
     const int devices = cuda_device_count();
     for (int r = 0; r < p; ++r) plans.push_back(compile_plan(s, r, type, op, in_place));
@@ -56,7 +57,7 @@ struct DeviceWorld {
         compile_multirank(ptrs, &CudaInterpreter::can_read, interpreter.get(), false,
                           interpreter->devices().size() == 1 ? ll : -1);
     lanes = std::min(lanes_wanted, interpreter->max_lanes(type));
-    program = compile_device_program(ptrs, multirank, lanes);
+    program = compile_device_program(ptrs, multirank, lanes, true, protocol);
   }
   void load(double spin_limit_ms = CudaInterpreter::kDefaultSpinLimitMs) {
     interpreter->load(program, bases, spin_limit_ms);
@@ -127,18 +128,20 @@ TEST_P(CudaInterpreterTest, ComputesTheCollectiveInOneKernel) {
             ok = in_place_hazard(*s, r, in_place_layout(c, p, r, root, n)).empty();
           if (!ok) break;
         }
-        // Lanes: 1, 2, 3 and, for the large count, 8. Every message LL, or
-        // none.
+        // Lanes: 1, 2, 3 and, for the large count, 8. Every message LL (odd
+        // p: LL128), or none.
         const int lanes = n > 60000 ? 8 : 1 + static_cast<int>(n % 3);
+        const LlProtocol protocol = p % 2 == 1 ? LlProtocol::ll128 : LlProtocol::ll;
         for (const std::int64_t ll : {std::int64_t{-1}, std::int64_t{1} << 30}) {
-          DeviceWorld w(*s, type, op, in_place, lanes, ll);
+          DeviceWorld w(*s, type, op, in_place, lanes, ll, protocol);
           ASSERT_EQ(w.problem, "");
           ASSERT_EQ(w.program.unsupported, "");
           w.load();
           const std::int64_t wrong = w.run_checked(5, in_place ? 1 : 3, root, n);
           ASSERT_EQ(wrong, 0) << to_string(c) << " " << tc.algorithm << " p=" << p << " n=" << n
                               << " " << to_string(type) << " " << to_string(op) << " lanes "
-                              << w.lanes << (in_place ? " in place" : "") << " ll " << ll;
+                              << w.lanes << (in_place ? " in place" : "") << " ll " << ll << " "
+                              << to_string(protocol);
         }
       }
     }
@@ -163,20 +166,24 @@ class CudaInterpreterDeviceTest : public ::testing::Test {
 };
 
 // Every type and op, bit for bit with the host's expected values, on the
-// reducing collectives' ring and tree algorithms, with and without LL.
+// reducing collectives' ring and tree algorithms, without LL, with LL and
+// with LL128.
 TEST_F(CudaInterpreterDeviceTest, EveryTypeAndOpMatchesTheCheckData) {
   for (DataType t : kAllDataTypes) {
     for (RedOp op : kAllRedOps) {
       for (const char* algorithm : {"ring", "double_binary_tree"}) {
-        for (const std::int64_t ll : {std::int64_t{-1}, std::int64_t{1} << 30}) {
+        for (int kind = 0; kind < 3; ++kind) {
+          const std::int64_t ll = kind == 0 ? -1 : std::int64_t{1} << 30;
+          const LlProtocol protocol = kind == 2 ? LlProtocol::ll128 : LlProtocol::ll;
           const int p = 4;
           const std::int64_t n = 4099;
           const auto s = schedule(Collective::all_reduce, algorithm, p, 0, n, t);
-          DeviceWorld w(*s, t, op, false, 2, ll);
+          DeviceWorld w(*s, t, op, false, 2, ll, protocol);
           ASSERT_EQ(w.problem, "");
           w.load();
           EXPECT_EQ(w.run_checked(7, 2, 0, n), 0)
-              << algorithm << " " << to_string(t) << " " << to_string(op) << " ll " << ll;
+              << algorithm << " " << to_string(t) << " " << to_string(op) << " ll " << ll << " "
+              << to_string(protocol);
         }
       }
     }
@@ -190,10 +197,11 @@ TEST_F(CudaInterpreterDeviceTest, EveryTypeAndOpMatchesTheCheckData) {
 // interpreter runs the unchanged program. Skips where the program has no
 // such operation (LL runs only with every rank on one GPU).
 void expect_kernel_stop_without(DevOpKind kind, std::int64_t ll,
-                                const std::vector<std::string>& expected) {
+                                const std::vector<std::string>& expected,
+                                LlProtocol protocol = LlProtocol::ll) {
   const int p = 4;
   const auto s = schedule(Collective::all_reduce, "ring", p, 0, 1000, DataType::float32);
-  DeviceWorld w(*s, DataType::float32, RedOp::sum, false, 2, ll);
+  DeviceWorld w(*s, DataType::float32, RedOp::sum, false, 2, ll, protocol);
   ASSERT_EQ(w.problem, "");
   const auto ops = w.program.rank_ops(2);
   std::uint32_t i = 0;
@@ -220,6 +228,10 @@ void expect_kernel_stop_without(DevOpKind kind, std::int64_t ll,
 // Without one LL send its receiver's lines never get the flag.
 TEST_F(CudaInterpreterDeviceTest, ALostLlSendStopsTheKernelWithAnError) {
   expect_kernel_stop_without(DevOpKind::ll_send, 1 << 30, {"waited longer than 300 ms"});
+}
+TEST_F(CudaInterpreterDeviceTest, ALostLl128SendStopsTheKernelWithAnError) {
+  expect_kernel_stop_without(DevOpKind::ll_send, 1 << 30, {"waited longer than 300 ms"},
+                             LlProtocol::ll128);
 }
 
 // A program without one of its signals: the error names a rank and a flag.

@@ -55,15 +55,16 @@ std::unique_ptr<Schedule> schedule(Collective c, const std::string& algorithm, i
 
 // Every rank of one schedule as a device program on host memory.
 struct World {
-  // ll: compile_multirank's ll_max_bytes (-1: no LL messages).
+  // ll: compile_multirank's ll_max_bytes (-1: no LL messages), sent by
+  // `protocol`.
   World(const Schedule& s, DataType type, RedOp op, bool in_place, bool direct, int lanes,
-        std::int64_t ll = -1) {
+        std::int64_t ll = -1, LlProtocol protocol = LlProtocol::ll) {
     for (int r = 0; r < s.ranks(); ++r) plans.push_back(compile_plan(s, r, type, op, in_place));
     for (const CompiledPlan& p : plans) ptrs.push_back(&p);
     for (const CompiledPlan& p : plans) ranks.push_back(std::make_unique<HostRank>(p));
     for (const auto& r : ranks) bases.push_back(r->bases);
     multirank = compile_multirank(ptrs, direct ? &host_can_read : nullptr, nullptr, false, ll);
-    program = compile_device_program(ptrs, multirank, lanes);
+    program = compile_device_program(ptrs, multirank, lanes, true, protocol);
   }
   // Runs `program` (as compiled, or as a test changed it) once.
   void run(const HostInterpreterOptions& options) {
@@ -190,54 +191,91 @@ TEST(DeviceProgramTest, RingAllReduceTrafficIsTheDocumentedBound) {
 // messages and receives them with no wait, no signal and, at 16 lanes, no
 // barrier in place (the block a rank reduces is the block it sends next,
 // the same region, so the same lanes) and one out of place (after the first
-// copy, whose slices are not lines). Traffic: a slot is 2b for a message
-// of b, so a reduce-scatter step moves b (send: read) + 2b (slot written)
-// + 2b (slot read) + b (own block read) + b (written) = 7b and an
-// all-gather step b + 2b + 2b + b = 6b. Forwarded (the default), every
-// send but a rank's first goes out of the receive that computed its block
-// (2P - 3 per rank), which saves reading the block again: (11P - 10) b.
+// copy, whose slices are not lines). Traffic: a slot is S = 2b for a
+// message of b (LL; LL128: 128 bytes per 120, 8 KiB -> 8,832), so a
+// reduce-scatter step moves b (send: read) + S (slot written) + S (slot
+// read) + b (own block read) + b (written) = 3b + 2S and an all-gather
+// step 2b + 2S: (P - 1)(5b + 4S) per rank, 13 (P - 1) b for LL.
+// Forwarded (the default), every send but a rank's first goes out of the
+// receive that computed its block (2P - 3 per rank), which saves reading
+// the block again: (11P - 10) b for LL.
 TEST(DeviceProgramTest, LlRingNeedsNoHandshakes) {
-  for (int p : {2, 5, 8}) {
-    const std::int64_t n = std::int64_t{1024} * p;  // elements of 8 bytes
-    const std::int64_t b = n * 8 / p;
-    const auto s = schedule(Collective::all_reduce, "ring", p, 0, n, 8);
-    for (bool in_place : {true, false}) {
-      World w(*s, DataType::int64, RedOp::sum, in_place, true, 16, 1 << 30);
-      const DeviceProgram& d = w.program;
-      EXPECT_EQ(d.ll_messages, 2 * p * (p - 1)) << "p=" << p;
-      EXPECT_EQ(d.waits, 0) << "p=" << p;
-      EXPECT_EQ(d.signals, 0) << "p=" << p;
-      EXPECT_EQ(d.barriers, in_place ? 0 : p) << "p=" << p << (in_place ? " in place" : "");
-      EXPECT_EQ(w.multirank.ll_messages, d.ll_messages);
-      const std::int64_t copy = in_place ? 0 : 2 * n * 8;  // per rank
-      EXPECT_EQ(d.ll_forwards, p * (2 * p - 3)) << "p=" << p;
-      EXPECT_EQ(d.bytes_read + d.bytes_written, p * (copy + (11 * p - 10) * b))
-          << "p=" << p << (in_place ? " in place" : "");
-      const DeviceProgram unfolded = compile_device_program(w.ptrs, w.multirank, 16, false);
-      EXPECT_EQ(unfolded.ll_forwards, 0);
-      EXPECT_EQ(unfolded.ll_messages, d.ll_messages);
-      EXPECT_EQ(unfolded.barriers, d.barriers);
-      EXPECT_EQ(unfolded.bytes_read + unfolded.bytes_written,
-                p * (copy + (p - 1) * (7 * b + 6 * b)))
-          << "p=" << p << (in_place ? " in place" : "");
-      for (int r = 0; r < p; ++r) {
-        std::int64_t area = 0;
-        for (const DevOp& o : d.ops) {
-          if (o.kind == DevOpKind::ll_send && o.slot_rank == r) area += ll_slot_bytes(o.bytes);
-          if (o.fwd_rank == r) area += ll_slot_bytes(o.bytes);
+  for (const LlProtocol protocol : {LlProtocol::ll, LlProtocol::ll128})
+    for (int p : {2, 5, 8}) {
+      const std::int64_t n = std::int64_t{1024} * p;  // elements of 8 bytes
+      const std::int64_t b = n * 8 / p;
+      const std::int64_t slot = protocol == LlProtocol::ll ? 2 * b : (b + 119) / 120 * 128;  // S
+      ASSERT_EQ(slot, ll_slot_bytes(b, protocol));
+      const auto s = schedule(Collective::all_reduce, "ring", p, 0, n, 8);
+      for (bool in_place : {true, false}) {
+        World w(*s, DataType::int64, RedOp::sum, in_place, true, 16, 1 << 30, protocol);
+        const DeviceProgram& d = w.program;
+        EXPECT_EQ(d.ll_protocol, protocol);
+        EXPECT_EQ(d.ll_messages, 2 * p * (p - 1)) << "p=" << p;
+        EXPECT_EQ(d.waits, 0) << "p=" << p;
+        EXPECT_EQ(d.signals, 0) << "p=" << p;
+        EXPECT_EQ(d.barriers, in_place ? 0 : p) << "p=" << p << (in_place ? " in place" : "");
+        EXPECT_EQ(w.multirank.ll_messages, d.ll_messages);
+        const std::int64_t copy = in_place ? 0 : 2 * n * 8;  // per rank
+        EXPECT_EQ(d.ll_forwards, p * (2 * p - 3)) << "p=" << p;
+        EXPECT_EQ(d.bytes_read + d.bytes_written,
+                  p * (copy + (p - 1) * (5 * b + 4 * slot) - (2 * p - 3) * b))
+            << "p=" << p << (in_place ? " in place" : "");
+        if (protocol == LlProtocol::ll) {
+          EXPECT_EQ(d.bytes_read + d.bytes_written, p * (copy + (11 * p - 10) * b));
         }
-        EXPECT_EQ(d.ll_bytes[r], area) << "rank " << r;
-        EXPECT_EQ(d.ll_bytes[r], std::int64_t{4} * (p - 1) * b) << "rank " << r;
+        const DeviceProgram unfolded =
+            compile_device_program(w.ptrs, w.multirank, 16, false, protocol);
+        EXPECT_EQ(unfolded.ll_forwards, 0);
+        EXPECT_EQ(unfolded.ll_messages, d.ll_messages);
+        EXPECT_EQ(unfolded.barriers, d.barriers);
+        EXPECT_EQ(unfolded.bytes_read + unfolded.bytes_written,
+                  p * (copy + (p - 1) * (5 * b + 4 * slot)))
+            << "p=" << p << (in_place ? " in place" : "");
+        for (int r = 0; r < p; ++r) {
+          std::int64_t area = 0;
+          for (const DevOp& o : d.ops) {
+            if (o.kind == DevOpKind::ll_send && o.slot_rank == r)
+              area += ll_slot_bytes(o.bytes, protocol);
+            if (o.fwd_rank == r) area += ll_slot_bytes(o.bytes, protocol);
+          }
+          EXPECT_EQ(d.ll_bytes[r], area) << "rank " << r;
+          EXPECT_EQ(d.ll_bytes[r], std::int64_t{2} * (p - 1) * slot) << "rank " << r;
+        }
+        // The bound program names the protocol's operations.
+        std::vector<interp::Flag> flags(static_cast<std::size_t>(d.flags()) + 1);
+        std::vector<interp::Flag*> addresses;
+        for (auto& f : flags) addresses.push_back(&f);
+        addresses.resize(static_cast<std::size_t>(d.flags()));
+        std::vector<interp::Ll128Line> area(static_cast<std::size_t>(d.ll_bytes[0] / 128 + 1) * p);
+        std::vector<unsigned char*> ll;
+        for (int r = 0; r < p; ++r)
+          ll.push_back(reinterpret_cast<unsigned char*>(area.data()) +
+                       r * (d.ll_bytes[0] / 128 + 1) * 128);
+        const auto bound = bind_device_program(d, w.bases, addresses, ll);
+        for (std::size_t i = 0; i < bound.size(); ++i) {
+          const DevOpKind k = d.ops[i].kind;
+          const int expect = k == DevOpKind::ll_send     ? interp::kLlSend
+                             : k == DevOpKind::ll_copy   ? interp::kLlCopy
+                             : k == DevOpKind::ll_reduce ? interp::kLlReduce
+                                                         : -1;
+          if (expect < 0) continue;
+          EXPECT_EQ(bound[i].code, expect + (protocol == LlProtocol::ll128 ? 3 : 0));
+        }
+        // An LL128 area must hold its lines whole: 128-byte aligned.
+        if (protocol == LlProtocol::ll128) {
+          ll[1] += 16;
+          EXPECT_THROW(bind_device_program(d, w.bases, addresses, ll), UsageError);
+        }
       }
+      // Messages over the limit stay as they were: the same program as
+      // without LL.
+      World simple(*s, DataType::int64, RedOp::sum, false, true, 16, b - 1);
+      World none(*s, DataType::int64, RedOp::sum, false, true, 16);
+      EXPECT_EQ(simple.program.ll_messages, 0);
+      EXPECT_EQ(simple.program.ops.size(), none.program.ops.size());
+      EXPECT_EQ(simple.program.waits, none.program.waits);
     }
-    // Messages over the limit stay as they were: the same program as
-    // without LL.
-    World simple(*s, DataType::int64, RedOp::sum, false, true, 16, b - 1);
-    World none(*s, DataType::int64, RedOp::sum, false, true, 16);
-    EXPECT_EQ(simple.program.ll_messages, 0);
-    EXPECT_EQ(simple.program.ops.size(), none.program.ops.size());
-    EXPECT_EQ(simple.program.waits, none.program.waits);
-  }
 }
 
 // A line is ready only when both of its words carry the iteration's flag:
@@ -258,6 +296,37 @@ TEST(InterpreterTest, LlLineCarriesItsFlagInBothWords) {
   line.w[0] = (line.w[0] & 0xFFFFFFFFull) | (std::uint64_t{interp::ll_flag(8)} << 32);
   EXPECT_FALSE(interp::ll_load(&line, interp::ll_flag(8), data));
   EXPECT_FALSE(interp::ll_load(&line, interp::ll_flag(7), data));
+}
+
+// An LL128 line is ready only when its flag word carries the iteration's
+// flag; its 15 data words are the message's bytes [120 L, 120 L + 120) in
+// order (part 7 holds 8 data bytes and the flag), and a message's last line
+// carries zeros past its end.
+TEST(InterpreterTest, Ll128LineHoldsOneHundredTwentyBytesAndAFlag) {
+  std::vector<unsigned char> msg(250);
+  for (std::size_t i = 0; i < msg.size(); ++i) msg[i] = static_cast<unsigned char>(i * 7 + 3);
+  std::vector<interp::Ll128Line> slot(3);
+  interp::ExecOp send;
+  send.code = interp::kLl128Send;
+  send.src = msg.data();
+  send.dst = reinterpret_cast<unsigned char*>(slot.data());
+  send.bytes = static_cast<std::int64_t>(msg.size());
+  interp::ll128_send_slice(send, interp::ll_flag(4), 0, 1, 0, 1);
+  for (int line = 0; line < 3; ++line) {
+    EXPECT_EQ(slot[line].w[15], interp::ll_flag(4)) << "line " << line;
+    unsigned char data[120];
+    std::memcpy(data, slot[line].w, 120);
+    for (int i = 0; i < 120; ++i) {
+      const std::size_t at = static_cast<std::size_t>(line) * 120 + i;
+      EXPECT_EQ(data[i], at < msg.size() ? msg[at] : 0) << "line " << line << " byte " << i;
+    }
+  }
+  std::uint64_t w[15];
+  EXPECT_FALSE(interp::ll128_load_line(&slot[1], interp::ll_flag(5), w));
+  ASSERT_TRUE(interp::ll128_load_line(&slot[1], interp::ll_flag(4), w));
+  EXPECT_EQ(std::memcmp(w, msg.data() + 120, 120), 0);
+  interp::Ll128Line zero{};
+  EXPECT_FALSE(interp::ll128_load_line(&zero, interp::ll_flag(0), w));
 }
 
 // One lane per 32 KiB of the largest operation (a ring block of 256 KiB:
@@ -297,9 +366,10 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(InterpreterScheduleTest);
 
 // For every p = 2..8 two runs, whose root, count (0, 1, p - 1, p + 1, a few
 // hundred), placement, lanes (1..3), receive mode (pull into temp, or
-// reduce straight from the sender) and protocol (every message LL, none, or
-// those of at most 40 bytes: both kinds in one program) rotate with the case
-// and p, so that every case meets most of them and the suite stays fast.
+// reduce straight from the sender) and protocol (every message LL, none,
+// those of at most 40 bytes: both kinds in one program; every message
+// LL128, or those of at most 200 bytes) rotate with the case and p, so that
+// every case meets most of them and the suite stays fast.
 TEST_P(InterpreterScheduleTest, ComputesTheCollective) {
   const Case& tc = GetParam();
   const Collective c = tc.collective;
@@ -313,7 +383,9 @@ TEST_P(InterpreterScheduleTest, ComputesTheCollective) {
       const int root = roots[(k + run) % roots.size()];
       const int lanes = 1 + static_cast<int>((k + run) % 3);
       const bool direct = (k + run) % 2 == 0;
-      const std::int64_t ll = std::vector<std::int64_t>{-1, 1 << 30, 40}[(k / 2 + run) % 3];
+      const int kind = static_cast<int>((k / 2 + run) % 5);
+      const std::int64_t ll = std::vector<std::int64_t>{-1, 1 << 30, 40, 1 << 30, 200}[kind];
+      const LlProtocol protocol = kind >= 3 ? LlProtocol::ll128 : LlProtocol::ll;
       const RedOp op = is_reduction(c) ? (k % 2 ? RedOp::max : RedOp::sum) : RedOp::sum;
       const auto s = schedule(c, tc.algorithm, p, root, n, 8);
       bool in_place = run == 1;
@@ -321,7 +393,7 @@ TEST_P(InterpreterScheduleTest, ComputesTheCollective) {
         in_place = in_place_hazard(*s, r, in_place_layout(c, p, r, root, n)).empty();
       std::vector<Values> in;
       for (int r = 0; r < p; ++r) in.push_back(naive_input(c, p, r, root, n));
-      World w(*s, DataType::int64, op, in_place, direct, lanes, ll);
+      World w(*s, DataType::int64, op, in_place, direct, lanes, ll, protocol);
       ASSERT_EQ(w.program.unsupported, "");
       load_inputs(w, in, in_place);
       HostInterpreterOptions o;
@@ -332,7 +404,7 @@ TEST_P(InterpreterScheduleTest, ComputesTheCollective) {
         ASSERT_EQ(out[r], naive_output(c, op, p, r, root, n, in))
             << to_string(c) << " " << tc.algorithm << " p=" << p << " root=" << root << " n=" << n
             << " lanes=" << lanes << (direct ? " direct" : "") << (in_place ? " in place" : "")
-            << " ll=" << ll << " rank " << r;
+            << " ll=" << ll << " " << to_string(protocol) << " rank " << r;
     }
   }
 }
@@ -360,10 +432,11 @@ TEST(InterpreterTest, EveryTypeAndOpMatchesTheCheckData) {
       const int root = p - 1;
       ++i;
       const auto s = schedule(c, algorithm, p, root, n, size_of(t));
-      // LL on every other pair of cases: odd byte counts (int8, half) end
-      // messages within a line.
+      // LL or LL128 on every other pair of cases: odd byte counts (int8,
+      // half) end messages within a line.
       const std::int64_t ll = (i / 2) % 2 == 0 ? std::int64_t{1} << 30 : -1;
-      World w(*s, t, op, false, i % 2 == 0, lanes, ll);
+      const LlProtocol protocol = (i / 4) % 2 == 0 ? LlProtocol::ll : LlProtocol::ll128;
+      World w(*s, t, op, false, i % 2 == 0, lanes, ll, protocol);
       for (std::int64_t iter : {3, 4}) {
         for (int r = 0; r < p; ++r) {
           fill_check_input(c, t, op, p, r, iter,
@@ -379,8 +452,8 @@ TEST(InterpreterTest, EveryTypeAndOpMatchesTheCheckData) {
           const std::span<const std::byte> got{w.ranks[r]->output(), expected.size()};
           EXPECT_EQ(count_wrong(t, got, expected), 0)
               << to_string(c) << " " << algorithm << " p=" << p << " lanes=" << lanes << " "
-              << to_string(t) << " " << to_string(op) << " ll=" << ll << " iteration " << iter
-              << " rank " << r;
+              << to_string(t) << " " << to_string(op) << " ll=" << ll << " " << to_string(protocol)
+              << " iteration " << iter << " rank " << r;
         }
       }
       EXPECT_EQ(w.engine->iterations(), 2u);
@@ -468,12 +541,12 @@ TEST(InterpreterMutationTest, DroppingAWaitIsCaught) {
 // `expected`, well within the time a hang would take. After the error the
 // engine starts over from iteration 0, and the unchanged program runs with
 // the same options.
-void expect_stop_without(DevOpKind kind, std::int64_t ll,
-                         const std::vector<std::string>& expected) {
+void expect_stop_without(DevOpKind kind, std::int64_t ll, const std::vector<std::string>& expected,
+                         LlProtocol protocol = LlProtocol::ll) {
   const int p = 3;
   const bool direct = ll >= 0;
   const auto s = schedule(Collective::all_gather, "ring", p, 0, 30, 8);
-  World w(*s, DataType::int64, RedOp::sum, false, direct, 2, ll);
+  World w(*s, DataType::int64, RedOp::sum, false, direct, 2, ll, protocol);
   std::uint32_t i = 0;
   while (w.program.rank_ops(2)[i].kind != kind) ++i;
   drop_op(w.program, 2, i);
@@ -489,7 +562,7 @@ void expect_stop_without(DevOpKind kind, std::int64_t ll,
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   EXPECT_EQ(w.engine->iterations(), 0u);
-  World good(*s, DataType::int64, RedOp::sum, false, direct, 2, ll);
+  World good(*s, DataType::int64, RedOp::sum, false, direct, 2, ll, protocol);
   EXPECT_NO_THROW(good.run(o));
 }
 
@@ -505,6 +578,8 @@ TEST(InterpreterMutationTest, DroppingASignalStopsWithAnError) {
 // error names the LL operation it stopped at.
 TEST(InterpreterMutationTest, DroppingAnLlSendStopsWithAnError) {
   expect_stop_without(DevOpKind::ll_send, 1 << 30, {"waited longer than 200 ms", "(ll_"});
+  expect_stop_without(DevOpKind::ll_send, 1 << 30, {"waited longer than 200 ms", "(ll_"},
+                      LlProtocol::ll128);
 }
 
 // LL receives wait line by line: with the sender of every message slowed
@@ -515,24 +590,26 @@ TEST(InterpreterTest, LlReceivesWaitForSlowSenders) {
   const int p = 4;
   const std::int64_t n = 203;
   const auto s = schedule(Collective::all_reduce, "ring", p, 0, n, 8);
-  World w(*s, DataType::int64, RedOp::sum, false, true, 3, 1 << 30);
-  ASSERT_EQ(w.program.waits, 0);
-  for (int iter = 0; iter < 3; ++iter) {
-    std::vector<Values> in;
-    for (int r = 0; r < p; ++r) {
-      in.push_back(naive_input(Collective::all_reduce, p, r, 0, n));
-      for (auto& v : in.back()) v += std::int64_t{1000} * iter;
+  for (const LlProtocol protocol : {LlProtocol::ll, LlProtocol::ll128}) {
+    World w(*s, DataType::int64, RedOp::sum, false, true, 3, 1 << 30, protocol);
+    ASSERT_EQ(w.program.waits, 0);
+    for (int iter = 0; iter < 3; ++iter) {
+      std::vector<Values> in;
+      for (int r = 0; r < p; ++r) {
+        in.push_back(naive_input(Collective::all_reduce, p, r, 0, n));
+        for (auto& v : in.back()) v += std::int64_t{1000} * iter;
+      }
+      load_inputs(w, in, false);
+      HostInterpreterOptions o;
+      o.seed = 5 + iter;
+      o.slow_rank = iter % p;
+      o.slow_us = 500;
+      w.run(o);
+      const auto out = outputs(w);
+      for (int r = 0; r < p; ++r)
+        ASSERT_EQ(out[r], naive_output(Collective::all_reduce, RedOp::sum, p, r, 0, n, in))
+            << to_string(protocol) << " iteration " << iter << " rank " << r;
     }
-    load_inputs(w, in, false);
-    HostInterpreterOptions o;
-    o.seed = 5 + iter;
-    o.slow_rank = iter % p;
-    o.slow_us = 500;
-    w.run(o);
-    const auto out = outputs(w);
-    for (int r = 0; r < p; ++r)
-      ASSERT_EQ(out[r], naive_output(Collective::all_reduce, RedOp::sum, p, r, 0, n, in))
-          << "iteration " << iter << " rank " << r;
   }
 }
 
