@@ -389,6 +389,12 @@ DeviceProgram compile_device_program(std::span<const CompiledPlan* const> plans,
   return d;
 }
 
+LlChoice choose_ll(std::int64_t size, std::int64_t ll_bytes, std::int64_t ll_size,
+                   std::int64_t ll128_above) {
+  if (ll_bytes <= 0 || size > ll_size) return {};
+  return {ll_bytes, size > ll128_above ? LlProtocol::ll128 : LlProtocol::ll};
+}
+
 int choose_lanes(std::span<const CompiledPlan* const> plans, int max_lanes,
                  std::int64_t ll_max_bytes) {
   std::int64_t largest = 0;

@@ -158,6 +158,25 @@ inline constexpr std::int64_t kLlLaneBytes = std::int64_t{8} << 10;
 // LL lost at every size from 4 MiB.
 inline constexpr std::int64_t kInterpreterLlBytes = std::int64_t{256} << 10;
 inline constexpr std::int64_t kInterpreterLlSize = std::int64_t{1} << 20;
+// Sizes above which the LL messages go as LL128 lines by default
+// (COLLKIT_INTERPRETER_LL128_ABOVE overrides it). Measured on an H100, P =
+// 8, all_reduce, LL against LL128 side by side (docs/RESULTS.md, "LL128"):
+// LL128 was 2-16% slower up to 256 KiB on every algorithm, and at 1 MiB 3%
+// faster on geometric mean, ring 17% (41 against 49 us: it moves 128 bytes
+// per 120 of data, LL 16 per 8).
+inline constexpr std::int64_t kInterpreterLl128Above = std::int64_t{512} << 10;
+
+// Which messages of a collective of `size` bytes per rank (the bench's
+// size) go by LL, and in which lines: messages of at most max_bytes
+// (compile_multirank's ll_max_bytes; -1: none), where size <= ll_size and
+// ll_bytes > 0; as LL128 where size > ll128_above.
+struct LlChoice {
+  std::int64_t max_bytes = -1;
+  LlProtocol protocol = LlProtocol::ll;
+};
+LlChoice choose_ll(std::int64_t size, std::int64_t ll_bytes, std::int64_t ll_size,
+                   std::int64_t ll128_above);
+
 // Messages of at most ll_max_bytes (LL ones, as compile_multirank was told)
 // count one lane per kLlLaneBytes.
 int choose_lanes(std::span<const CompiledPlan* const> plans, int max_lanes,

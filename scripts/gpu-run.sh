@@ -74,16 +74,17 @@ if want protocols; then
   # The interpreter's protocols side by side: all_reduce at P = 8 with
   # COLLKIT_INTERPRETER_LL_BYTES taking each value of PROTO_LL in turn (0:
   # no LL message; 1073741824: every message LL), and
-  # COLLKIT_INTERPRETER_LL128 each of PROTO_LL128 (0: LL lines, 1: LL128),
+  # COLLKIT_INTERPRETER_LL128_ABOVE each of PROTO_LL128_ABOVE (the size
+  # above which they go as LL128 lines; 0: always, 1099511627776: never),
   # PROTO_REPS rounds, then ring at 1 MiB with every message LL on 4, 8 and
   # 16 lanes. Timed runs (-c 0); the sweep and unit stages check LL's results.
   log="$out/bench.log"
   algs="${PROTO_ALGS:-ring,recursive_doubling,rabenseifner,hierarchical,linear,binomial_tree,double_binary_tree,nccl:ring,nccl:tree,nccl:nvls,nccl:nvls_tree}"
   for rep in $(seq 1 "${PROTO_REPS:-2}"); do
     for ll in ${PROTO_LL:-0 1073741824}; do
-      for ll128 in ${PROTO_LL128:-0}; do
-        step "bench all_reduce -g 8 LL_BYTES=$ll LL128=$ll128 round $rep" "$log" \
-          env COLLKIT_INTERPRETER_LL_BYTES="$ll" COLLKIT_INTERPRETER_LL128="$ll128" \
+      for above in ${PROTO_LL128_ABOVE:-524288}; do
+        step "bench all_reduce -g 8 LL_BYTES=$ll LL128_ABOVE=$above round $rep" "$log" \
+          env COLLKIT_INTERPRETER_LL_BYTES="$ll" COLLKIT_INTERPRETER_LL128_ABOVE="$above" \
           "$collkit" bench --backend cuda -g 8 --collective all_reduce --algorithm "$algs" \
           --engine interpreter -b "${PROTO_MIN:-4K}" -e "${PROTO_MAX:-256M}" -f 4 -n 20 -w 5 -c 0
       done

@@ -418,12 +418,11 @@ class CudaBackend final : public BenchBackend {
       }
       ll_forward_ = env_tuning("COLLKIT_INTERPRETER_LL_FORWARD", 0, 1, 1,
                                "0: an LL receive does not send its result on itself") != 0;
-      // COLLKIT_INTERPRETER_LL128=1: the LL messages travel as LL128 lines
-      // (120 data bytes per 128; realrun/interpreter.h).
-      ll_protocol_ =
-          env_tuning("COLLKIT_INTERPRETER_LL128", 0, 1, 0, "1: LL messages as LL128 lines") != 0
-              ? LlProtocol::ll128
-              : LlProtocol::ll;
+      // COLLKIT_INTERPRETER_LL128_ABOVE: sizes above it send their LL
+      // messages as LL128 lines (120 data bytes per 128; 0: at every size).
+      ll128_above_ =
+          env_tuning("COLLKIT_INTERPRETER_LL128_ABOVE", 0, std::int64_t{1} << 40,
+                     kInterpreterLl128Above, "the size above which LL messages go as LL128 lines");
     }
   }
 
@@ -491,7 +490,9 @@ class CudaBackend final : public BenchBackend {
         // LL for the small messages of a small collective (the table's size
         // column, max(send, recv) bytes per rank): beyond ll_size_ its
         // halved bandwidth costs more than the handshakes it saves.
-        const std::int64_t ll = ll_bytes_ > 0 && size.bytes <= ll_size_ ? ll_bytes_ : -1;
+        // From ll128_above_, as LL128 lines (more data per byte moved).
+        const LlChoice choice = choose_ll(size.bytes, ll_bytes_, ll_size_, ll128_above_);
+        const std::int64_t ll = choice.max_bytes;
         const MultiRankProgram program = compile_multirank(
             ptrs, &CudaInterpreter::can_read, interpreter.get(), release_at_step_end(), ll);
         const int max_lanes = interpreter->max_lanes(type);
@@ -503,7 +504,8 @@ class CudaBackend final : public BenchBackend {
         const int lanes = lanes_override_ > 0
                               ? lanes_override_
                               : choose_lanes(ptrs, std::min(max_lanes, lane_cap_), ll);
-        DeviceProgram dp = compile_device_program(ptrs, program, lanes, ll_forward_, ll_protocol_);
+        DeviceProgram dp =
+            compile_device_program(ptrs, program, lanes, ll_forward_, choice.protocol);
         if (why.empty()) why = dp.unsupported;
         if (why.empty())
           return std::make_unique<InterpreterMeasurement>(
@@ -547,7 +549,7 @@ class CudaBackend final : public BenchBackend {
     if (engine_name() == "interpreter") {
       extra["interpreter_ll_max_bytes"] = ll_bytes_;
       extra["interpreter_ll_max_size"] = ll_bytes_ > 0 ? ll_size_ : 0;
-      extra["interpreter_ll_protocol"] = to_string(ll_protocol_);
+      extra["interpreter_ll128_above"] = ll_bytes_ > 0 ? std::min(ll128_above_, ll_size_) : 0;
     }
     if (cfg_.engine == CudaEngine::automatic && !interpreter_problem_.empty())
       extra["interpreter_unavailable"] = interpreter_problem_;
@@ -580,10 +582,13 @@ class CudaBackend final : public BenchBackend {
     if (cfg_.engine == CudaEngine::automatic && !interpreter_problem_.empty())
       return "streams (the interpreter cannot run here: " + interpreter_problem_ + ")";
     if (engine_name() == "interpreter")
-      return ll_bytes_ > 0 ? "interpreter (" + std::string(to_string(ll_protocol_)) +
-                                 " messages up to " + std::to_string(ll_bytes_) +
-                                 " B at sizes up to " + std::to_string(ll_size_) + " B)"
-                           : "interpreter (no LL messages)";
+      return ll_bytes_ > 0
+                 ? "interpreter (LL messages up to " + std::to_string(ll_bytes_) +
+                       " B at sizes up to " + std::to_string(ll_size_) + " B" +
+                       (ll128_above_ < ll_size_
+                            ? ", as LL128 lines above " + std::to_string(ll128_above_) + " B)"
+                            : std::string(")"))
+                 : "interpreter (no LL messages)";
     return engine_name();
   }
 
@@ -626,11 +631,11 @@ class CudaBackend final : public BenchBackend {
   int devices_ = 0;
   std::vector<int> rank_device_;
   std::vector<DeviceInfo> infos_;
-  std::string interpreter_problem_;          // empty: the interpreter can run these ranks here
-  std::int64_t ll_bytes_ = 0;                // the interpreter's largest LL message (0: none)
-  std::int64_t ll_size_ = 0;                 // and the largest size (bytes per rank) with LL
-  bool ll_forward_ = true;                   // compile_device_program's ll_forward
-  LlProtocol ll_protocol_ = LlProtocol::ll;  // and its protocol
+  std::string interpreter_problem_;  // empty: the interpreter can run these ranks here
+  std::int64_t ll_bytes_ = 0;        // the interpreter's largest LL message (0: none)
+  std::int64_t ll_size_ = 0;         // and the largest size (bytes per rank) with LL
+  bool ll_forward_ = true;           // compile_device_program's ll_forward
+  std::int64_t ll128_above_ = 0;     // sizes above it send LL messages as LL128
   int lane_cap_ = 1;
   int lanes_override_ = 0;                                   // COLLKIT_INTERPRETER_LANES
   std::set<std::pair<std::string, std::string>> fallbacks_;  // (algorithm, why) ran on streams

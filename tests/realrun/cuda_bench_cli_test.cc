@@ -183,10 +183,13 @@ TEST(CudaBenchCliTest, EnginesRunEveryAlgorithmAndSaySo) {
   EXPECT_EQ(by_default.extra.at("interpreter_ll_max_bytes").get<std::int64_t>(), ll);
   EXPECT_EQ(by_default.extra.at("interpreter_ll_max_size").get<std::int64_t>(),
             ll > 0 ? realrun::kInterpreterLlSize : 0);
-  EXPECT_EQ(by_default.extra.at("interpreter_ll_protocol").get<std::string>(), "LL");
+  EXPECT_EQ(by_default.extra.at("interpreter_ll128_above").get<std::int64_t>(),
+            ll > 0 ? realrun::kInterpreterLl128Above : 0);
   EXPECT_NE(
       default_out.find(ll > 0 ? "(LL messages up to " + std::to_string(ll) + " B at sizes up to " +
-                                    std::to_string(realrun::kInterpreterLlSize) + " B)\n"
+                                    std::to_string(realrun::kInterpreterLlSize) +
+                                    " B, as LL128 lines above " +
+                                    std::to_string(realrun::kInterpreterLl128Above) + " B)\n"
                               : std::string("(no LL messages)\n")),
       std::string::npos)
       << default_out;

@@ -351,6 +351,26 @@ TEST(DeviceProgramTest, LanesFollowTheLargestOperation) {
   EXPECT_EQ(choose_lanes(t.ptrs, 1000, 1 << 30), 1);
 }
 
+// LL only where it is on (ll_bytes > 0) and the collective is small enough;
+// LL128 lines above their size.
+TEST(DeviceProgramTest, LlAndLl128FollowTheCollectiveSize) {
+  const std::int64_t k = 1024, m = k * k;
+  const auto is = [](LlChoice c, std::int64_t max_bytes, LlProtocol protocol) {
+    return c.max_bytes == max_bytes && c.protocol == protocol;
+  };
+  EXPECT_TRUE(is(choose_ll(4 * k, 256 * k, m, 512 * k), 256 * k, LlProtocol::ll));
+  EXPECT_TRUE(is(choose_ll(512 * k, 256 * k, m, 512 * k), 256 * k, LlProtocol::ll));
+  EXPECT_TRUE(is(choose_ll(512 * k + 1, 256 * k, m, 512 * k), 256 * k, LlProtocol::ll128));
+  EXPECT_TRUE(is(choose_ll(m, 256 * k, m, 512 * k), 256 * k, LlProtocol::ll128));
+  EXPECT_EQ(choose_ll(m + 1, 256 * k, m, 512 * k).max_bytes, -1);
+  EXPECT_EQ(choose_ll(4 * k, 0, m, 512 * k).max_bytes, -1);
+  EXPECT_TRUE(is(choose_ll(0, 8, m, 0), 8, LlProtocol::ll));  // 0 is not above 0
+  EXPECT_TRUE(is(choose_ll(1, 8, m, 0), 8, LlProtocol::ll128));
+  EXPECT_TRUE(is(choose_ll(m, 8, m, m), 8, LlProtocol::ll));
+  // The defaults: LL128 only between them.
+  EXPECT_LT(kInterpreterLl128Above, kInterpreterLlSize);
+}
+
 TEST(DeviceProgramTest, BadLanesAndBindingsAreUsageErrors) {
   const auto s = schedule(Collective::all_reduce, "ring", 3, 0, 7, 8);
   World w(*s, DataType::int64, RedOp::sum, false, false, 1);
