@@ -490,7 +490,7 @@ class CudaBackend final : public BenchBackend {
         // LL for the small messages of a small collective (the table's size
         // column, max(send, recv) bytes per rank): beyond ll_size_ its
         // halved bandwidth costs more than the handshakes it saves.
-        // From ll128_above_, as LL128 lines (more data per byte moved).
+        // Above ll128_above_, as LL128 lines (more data per byte moved).
         const LlChoice choice = choose_ll(size.bytes, ll_bytes_, ll_size_, ll128_above_);
         const std::int64_t ll = choice.max_bytes;
         const MultiRankProgram program = compile_multirank(
