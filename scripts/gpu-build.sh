@@ -63,3 +63,11 @@ done
 
 echo "gpu-build: $(du -sh "$build" | cut -f1) in $build (the carry takes 64 MiB in all)"
 echo "gpu-build: shared libraries carried: $(ls "$build/lib" | tr '\n' ' ')"
+# The carry holds the working tree's files too (git's tracked ones): say so
+# here, not as a refused call on the device's clock.
+carry=$(( $(du -sb "$build" | cut -f1) + $(git -C "$root" ls-files -z | xargs -0 du -cb 2>/dev/null | tail -n 1 | cut -f1) ))
+if [ "$carry" -gt $((64 * 1024 * 1024)) ]; then
+  echo "gpu-build: warning: $build and the working tree come to $((carry / 1048576)) MiB," \
+    "over the device tool's 64 MiB carry; build fewer GPU_TARGETS (e.g." \
+    "GPU_TARGETS=\"collkit realrun_cuda_interpreter\")" >&2
+fi
