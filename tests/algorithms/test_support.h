@@ -39,10 +39,10 @@ inline constexpr int kRanks[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
                                  12, 13, 14, 15, 16, 17, 24, 32, 33, 64, 100};
 
 // The rank counts a sweep runs: kRanks, or with COLLKIT_SWEEP_MAX_RANKS=N
-// those up to N. The asan test preset sets 33 (docs/QUALITY.md): the
-// sanitizers look for memory errors, which the code paths of 64 and 100
-// ranks share with the smaller counts, at several times their cost; the
-// default preset sweeps every count.
+// those up to N. The asan test preset sets 32 (docs/QUALITY.md): the
+// sanitizers look for memory errors, which the code paths of 33, 64 and 100
+// ranks share with the smaller counts (17 is 2^4 + 1 as 33 is 2^5 + 1), at
+// several times their cost; the default preset sweeps every count.
 inline std::vector<int> sweep_ranks() {
   int max = 1 << 30;
   if (const char* v = std::getenv("COLLKIT_SWEEP_MAX_RANKS")) {
