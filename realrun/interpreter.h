@@ -401,21 +401,32 @@ COLLKIT_INTERP void ll_send_slice(const ExecOp& op, std::uint32_t flag, int lane
   }
 }
 
-// Polls one line until it carries `flag`, bounded as wait_flag is.
+// The bounded spin's check, every 16th poll of a wait that started at
+// `start`: kAborted once another waiter stored an error word, kTimeout (and
+// the error word, if none is there yet) past the spin limit, else kOk.
 template <class Env>
-COLLKIT_INTERP ErrorCode poll_line(Env& env, const LaneRun& run, const LlLine* line,
-                                   std::uint32_t flag, std::uint64_t& data,
-                                   std::uint32_t op_index) {
+COLLKIT_INTERP ErrorCode spin_check(Env& env, const LaneRun& run, std::uint64_t start,
+                                    std::uint32_t op_index) {
+  if (error_load(run.error, run.system_scope) != 0) return kAborted;
+  if (env.now_ns() - start > run.spin_limit_ns) {
+    error_store(run.error, error_word(kTimeout, run.rank, op_index), run.system_scope);
+    return kTimeout;
+  }
+  return kOk;
+}
+
+// Polls until ready() (after a pause each time; the caller has tried once),
+// bounded by spin_check.
+template <class Env, class Ready>
+COLLKIT_INTERP ErrorCode poll_until(Env& env, const LaneRun& run, Ready ready,
+                                    std::uint32_t op_index) {
   const std::uint64_t start = env.now_ns();
   for (unsigned polls = 1;; ++polls) {
     env.pause();
-    if (ll_load(line, flag, data)) return kOk;
+    if (ready()) return kOk;
     if (polls % 16 != 0) continue;
-    if (error_load(run.error, run.system_scope) != 0) return kAborted;
-    if (env.now_ns() - start > run.spin_limit_ns) {
-      error_store(run.error, error_word(kTimeout, run.rank, op_index), run.system_scope);
-      return kTimeout;
-    }
+    const ErrorCode e = spin_check(env, run, start, op_index);
+    if (e != kOk) return e;
   }
 }
 
@@ -439,7 +450,9 @@ COLLKIT_INTERP ErrorCode ll_recv_slice(Env& env, const LaneRun& run, const ExecO
     COLLKIT_UNROLL
     for (int u = 0; u < kUnroll; ++u) {
       if (ready[u]) continue;
-      const ErrorCode e = poll_line(env, run, slot + k + u * threads, flag, v[u], op_index);
+      const LlLine* line = slot + k + u * threads;
+      const ErrorCode e = poll_until(
+          env, run, [&]() { return ll_load(line, flag, v[u]); }, op_index);
       if (e != kOk) return e;
     }
     COLLKIT_UNROLL
@@ -526,6 +539,20 @@ __device__ __forceinline__ void ll128_load_part(const Ll128Line* line, int j, st
                : "l"(line->w + 2 * j)
                : "memory");
 }
+// Stores the group's parts (part j of lines k + g + u * groups below end)
+// once the warp has converged, so that each line's eight parts go out in one
+// warp-wide store.
+__device__ __forceinline__ void ll128_store_group(Ll128Line* to, std::int64_t k, int g, int groups,
+                                                  int j, std::int64_t end,
+                                                  const std::uint64_t (&a)[kUnroll],
+                                                  const std::uint64_t (&b)[kUnroll]) {
+  __syncwarp();
+  COLLKIT_UNROLL
+  for (int u = 0; u < kUnroll; ++u) {
+    const std::int64_t line = k + g + u * groups;
+    if (line < end) ll128_store_part(to + line, j, a[u], b[u]);
+  }
+}
 #else
 // The host: data words, then the flag with release; the flag with acquire,
 // then the data words.
@@ -563,12 +590,7 @@ COLLKIT_INTERP void ll128_send_slice(const ExecOp& op, std::uint32_t flag, int l
       if (line < end) ll128_read_part(op.src, op.bytes, line, j, a[u], b[u]);
       if (j == kLl128Parts - 1) b[u] = flag;
     }
-    __syncwarp();
-    COLLKIT_UNROLL
-    for (int u = 0; u < kUnroll; ++u) {
-      const std::int64_t line = k + g + u * groups;
-      if (line < end) ll128_store_part(slot + line, j, a[u], b[u]);
-    }
+    ll128_store_group(slot, k, g, groups, j, end, a, b);
   }
 #else
   for (std::int64_t line = first + thread; line < end; line += threads) {
@@ -617,13 +639,7 @@ COLLKIT_INTERP ErrorCode ll128_recv_slice(Env& env, const LaneRun& run, const Ex
         env.pause();
         if (!load()) break;
         if (polls % 16 != 0) continue;
-        ErrorCode e = kOk;
-        if (error_load(run.error, run.system_scope) != 0) {
-          e = kAborted;
-        } else if (env.now_ns() - start > run.spin_limit_ns) {
-          error_store(run.error, error_word(kTimeout, run.rank, op_index), run.system_scope);
-          e = kTimeout;
-        }
+        const ErrorCode e = spin_check(env, run, start, op_index);
         // The whole warp stops together (its threads share the loads).
         if (__any_sync(kFullWarp, e != kOk)) return e != kOk ? e : kAborted;
       }
@@ -634,30 +650,15 @@ COLLKIT_INTERP ErrorCode ll128_recv_slice(Env& env, const LaneRun& run, const Ex
       if (line < end) ll128_write_part<T, OP, kIsReduce>(op, line, j, a[u], b[u]);
       if (j == kLl128Parts - 1) b[u] = flag;
     }
-    if (fwd) {
-      __syncwarp();
-      COLLKIT_UNROLL
-      for (int u = 0; u < kUnroll; ++u) {
-        const std::int64_t line = k + g + u * groups;
-        if (line < end) ll128_store_part(fwd + line, j, a[u], b[u]);
-      }
-    }
+    if (fwd) ll128_store_group(fwd, k, g, groups, j, end, a, b);
   }
 #else
   for (std::int64_t line = first + env.thread(); line < end; line += env.threads()) {
     std::uint64_t w[15];
     if (!ll128_load_line(slot + line, flag, w)) {
-      const std::uint64_t start = env.now_ns();
-      for (unsigned polls = 1;; ++polls) {
-        env.pause();
-        if (ll128_load_line(slot + line, flag, w)) break;
-        if (polls % 16 != 0) continue;
-        if (error_load(run.error, run.system_scope) != 0) return kAborted;
-        if (env.now_ns() - start > run.spin_limit_ns) {
-          error_store(run.error, error_word(kTimeout, run.rank, op_index), run.system_scope);
-          return kTimeout;
-        }
-      }
+      const ErrorCode e = poll_until(
+          env, run, [&]() { return ll128_load_line(slot + line, flag, w); }, op_index);
+      if (e != kOk) return e;
     }
     for (int j = 0; j < kLl128Parts; ++j) {
       std::uint64_t b = j < kLl128Parts - 1 ? w[2 * j + 1] : 0;
@@ -715,19 +716,9 @@ COLLKIT_INTERP ErrorCode ll_recv_op(Env& env, const LaneRun& run, const ExecOp& 
 template <class Env>
 COLLKIT_INTERP ErrorCode wait_flag(Env& env, const LaneRun& run, Flag* flag, Flag target,
                                    std::uint32_t op_index) {
-  if (flag_load(flag, run.system_scope) >= target) return kOk;
-  const std::uint64_t start = env.now_ns();
-  for (unsigned polls = 1;; ++polls) {
-    env.pause();
-    if (flag_load(flag, run.system_scope) >= target) return kOk;
-    // The clock and the error word every 16 polls.
-    if (polls % 16 != 0) continue;
-    if (error_load(run.error, run.system_scope) != 0) return kAborted;
-    if (env.now_ns() - start > run.spin_limit_ns) {
-      error_store(run.error, error_word(kTimeout, run.rank, op_index), run.system_scope);
-      return kTimeout;
-    }
-  }
+  const auto ready = [&]() { return flag_load(flag, run.system_scope) >= target; };
+  if (ready()) return kOk;
+  return poll_until(env, run, ready, op_index);
 }
 
 // Runs one lane of one rank's program; kOk, or why it stopped (the error word
