@@ -243,15 +243,14 @@ TEST(DeviceProgramTest, LlRingNeedsNoHandshakes) {
           EXPECT_EQ(d.ll_bytes[r], std::int64_t{2} * (p - 1) * slot) << "rank " << r;
         }
         // The bound program names the protocol's operations.
-        std::vector<interp::Flag> flags(static_cast<std::size_t>(d.flags()) + 1);
-        std::vector<interp::Flag*> addresses;
-        for (auto& f : flags) addresses.push_back(&f);
-        addresses.resize(static_cast<std::size_t>(d.flags()));
-        std::vector<interp::Ll128Line> area(static_cast<std::size_t>(d.ll_bytes[0] / 128 + 1) * p);
-        std::vector<unsigned char*> ll;
-        for (int r = 0; r < p; ++r)
-          ll.push_back(reinterpret_cast<unsigned char*>(area.data()) +
-                       r * (d.ll_bytes[0] / 128 + 1) * 128);
+        std::vector<interp::Flag> flags(static_cast<std::size_t>(d.flags()));
+        std::vector<interp::Flag*> addresses(flags.size());
+        for (std::size_t f = 0; f < flags.size(); ++f) addresses[f] = &flags[f];
+        const auto lines = static_cast<std::size_t>(d.ll_bytes[0] / 128 + 1);  // per rank
+        std::vector<interp::Ll128Line> area(lines * static_cast<std::size_t>(p));
+        std::vector<unsigned char*> ll(static_cast<std::size_t>(p));
+        for (std::size_t r = 0; r < ll.size(); ++r)
+          ll[r] = reinterpret_cast<unsigned char*>(area.data() + r * lines);
         const auto bound = bind_device_program(d, w.bases, addresses, ll);
         for (std::size_t i = 0; i < bound.size(); ++i) {
           const DevOpKind k = d.ops[i].kind;
