@@ -6,7 +6,8 @@
 #           (test presets asan and asan-mpi; the two tests labelled scale
 #           run in the default preset only, docs/QUALITY.md)
 #   fuzz    every libFuzzer target for COLLKIT_FUZZ_SECONDS (default 60) on a
-#           copy of its committed corpus, after replaying tests/regressions/
+#           copy of its committed corpus, after replaying tests/regressions/;
+#           JOBS targets at a time (CMAKE_BUILD_PARALLEL_LEVEL, default 2)
 #   tidy    clang-tidy (.clang-tidy) over the library code in TIDY_DIRS
 # Run one or more gates by name (`bash scripts/quality.sh format tidy`); no
 # argument runs all four in that order. Each gate prints its wall time.
@@ -44,13 +45,13 @@ gate_asan() {
   return $rc
 }
 
-gate_fuzz() {
-  local found=0 work
-  work=$(mktemp -d)
-  trap 'rm -rf "$work"' RETURN
-  for exe in build-asan/fuzz/*_fuzz; do
-    local name
-    name=$(basename "$exe" _fuzz)
+# One fuzz target: replays its regression inputs, then fuzzes a copy of its
+# committed corpus for FUZZ_SECONDS. Writes its report to $work/$name.out and
+# returns non-zero on a failing regression input or a crash.
+fuzz_one() {
+  local exe=$1 work=$2 name found=0
+  name=$(basename "$exe" _fuzz)
+  {
     # Inputs that once crashed: each must now run clean (one execution each).
     if compgen -G "tests/regressions/$name/*" >/dev/null; then
       "$exe" -runs=1 tests/regressions/"$name"/* 2>"$work/$name.replay.log" ||
@@ -74,6 +75,26 @@ gate_fuzz() {
       found=1
     fi
     echo "fuzz: $name: $(grep -m1 'stat::number_of_executed_units' "$work/$name.log" | awk '{print $2}') executions in ${FUZZ_SECONDS} s"
+  } >"$work/$name.out" 2>&1
+  return $found
+}
+
+# Every target, JOBS at a time (each fuzzer runs on one core); reports are
+# printed in the targets' order once all have run.
+gate_fuzz() {
+  local found=0 work exe i
+  local -a pids=() names=()
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' RETURN
+  for exe in build-asan/fuzz/*_fuzz; do
+    while (($(jobs -rp | wc -l) >= JOBS)); do wait -n || true; done
+    fuzz_one "$exe" "$work" &
+    pids+=($!)
+    names+=("$(basename "$exe" _fuzz)")
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || found=1
+    cat "$work/${names[$i]}.out"
   done
   return $found
 }
