@@ -45,12 +45,11 @@ gate_asan() {
   return $rc
 }
 
-# One fuzz target: replays its regression inputs, then fuzzes a copy of its
+# One fuzz target (its executable and name): replays its regression inputs, then fuzzes a copy of its
 # committed corpus for FUZZ_SECONDS. Writes its report to $work/$name.out and
 # returns non-zero on a failing regression input or a crash.
 fuzz_one() {
-  local exe=$1 work=$2 name found=0
-  name=$(basename "$exe" _fuzz)
+  local exe=$1 name=$2 work=$3 found=0
   {
     # Inputs that once crashed: each must now run clean (one execution each).
     if compgen -G "tests/regressions/$name/*" >/dev/null; then
@@ -82,15 +81,16 @@ fuzz_one() {
 # Every target, JOBS at a time (each fuzzer runs on one core); reports are
 # printed in the targets' order once all have run.
 gate_fuzz() {
-  local found=0 work exe i
+  local found=0 work exe name i
   local -a pids=() names=()
   work=$(mktemp -d)
   trap 'rm -rf "$work"' RETURN
   for exe in build-asan/fuzz/*_fuzz; do
+    name=$(basename "$exe" _fuzz)
     while (($(jobs -rp | wc -l) >= JOBS)); do wait -n || true; done
-    fuzz_one "$exe" "$work" &
+    fuzz_one "$exe" "$name" "$work" &
     pids+=($!)
-    names+=("$(basename "$exe" _fuzz)")
+    names+=("$name")
   done
   for i in "${!pids[@]}"; do
     wait "${pids[$i]}" || found=1
