@@ -430,7 +430,15 @@ class Engine {
       if (host_slot[h] == kNil) host_slot[h] = network_->add_virtual_link(ep.host_cores);
       core_slot_[static_cast<std::size_t>(r)] = network_->add_virtual_link(1.0);
       host_of_[static_cast<std::size_t>(r)] = host_slot[h];
+      if (ep.receiver_copies) {
+        if (copies_.empty()) copies_.assign(static_cast<std::size_t>(p_), 0);
+        copies_[static_cast<std::size_t>(r)] = 1;
+      }
     }
+  }
+  // EndpointProps::receiver_copies: the rank's core copies what it receives.
+  bool copies(int rank) const {
+    return !copies_.empty() && copies_[static_cast<std::size_t>(rank)] != 0;
   }
   bool shares_host(int rank) const {
     return !core_slot_.empty() && core_slot_[static_cast<std::size_t>(rank)] != kNil;
@@ -970,6 +978,25 @@ class Engine {
     }
     // An eager flow's tag is its Eager record: it needs no Transfer.
     const std::uint32_t tag = eager ? eager_id | kEagerBit : new_transfer(transfer());
+    if (!in_network && copies(dst)) {
+      // The receiver's core does the copy (EndpointProps::receiver_copies).
+      // The flow is then counted in seconds of that core's work: it has
+      // cost_bytes / (the route's rate alone) of them, each takes that rate
+      // in bytes of every link of its route, and one unit of its core and
+      // host. Alone it runs as fast as without them; on the core it shares
+      // time evenly with the local work and the copies of the host's other
+      // ranks, as the operating system's scheduler does.
+      const std::uint32_t hops = r.hops + 2;
+      copy_slots_.assign(r.slots, r.slots + r.hops);
+      copy_slots_.push_back(core_slot_[static_cast<std::size_t>(dst)]);
+      copy_slots_.push_back(host_of_[static_cast<std::size_t>(dst)]);
+      copy_coeff_.assign(r.hops, r.bottleneck);
+      copy_coeff_.push_back(1.0);
+      copy_coeff_.push_back(1.0);
+      network_->add(begin, copy_slots_.data(), hops, cost_bytes / r.bottleneck, tag, lanes,
+                    copy_coeff_.data());
+      return eager_id;
+    }
     if (!in_network && lanes == 1) {
       network_->add(begin, r.slots, r.hops, cost_bytes, tag);
       return eager_id;
@@ -1326,6 +1353,9 @@ class Engine {
   // (kNil for a rank whose host does not share); empty = none shares.
   std::vector<std::uint32_t> core_slot_;
   std::vector<std::uint32_t> host_of_;
+  std::vector<char> copies_;  // by rank: EndpointProps::receiver_copies (empty: none)
+  std::vector<std::uint32_t> copy_slots_;  // start_transfer's scratch for such a flow
+  std::vector<double> copy_coeff_;
   std::vector<RankState> ranks_;
   std::vector<int> ready_;
   std::vector<Posted> posted_;

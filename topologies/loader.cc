@@ -48,7 +48,7 @@ const std::vector<std::string> kTopKeys = {"name",
                                            "endpoints_forward"};
 const std::vector<std::string> kEndpointKeys = {"overhead_us", "reduce_gbps", "copy_gbps",
                                                 "cache_mb",    "dram_factor", "dirty_factor",
-                                                "host_cores",  "pipelined",   "launch_us"};
+                                                "host_cores",  "receiver_copies", "pipelined",   "launch_us"};
 const std::vector<std::string> kProtocolNames = {"LL", "LL128", "Simple"};
 const std::vector<std::string> kGeneratorKinds = {
     "ring", "fully_connected", "switch", "torus", "hypercube", "fat_tree", "hierarchical"};
@@ -262,6 +262,12 @@ class Reader {
       if (!(f >= 1) || f > 1e6)
         fail(field(path, "dirty_factor"), "must be >= 1 and at most 1e6, got " + show(*v));
       base.dirty_factor = f;
+    }
+    if (find(obj, "receiver_copies")) {
+      base.receiver_copies = boolean(obj, path, "receiver_copies", false);
+      if (base.receiver_copies && !(base.host_cores > 0))
+        fail(field(path, "receiver_copies"),
+             "needs host_cores (the host whose cores do the copies), here or in endpoint");
     }
     return base;
   }

@@ -54,6 +54,13 @@ struct EndpointProps {
   // rank alone runs at its own reduce_bw / copy_bw. 0 = never shared.
   double host_cores = 0;
   std::int32_t host = 0;  // which host; ranks of equal `host` share its cores
+  // Shared host (needs host_cores): the receiving rank's core copies each
+  // message into place itself (Open MPI's single-copy CMA, XPMEM), so a
+  // transfer also occupies that core and its host for as long as it runs,
+  // shared with their local work and the other ranks' copies
+  // (docs/SIMULATOR.md, "Copies on the receiving core"). false = the
+  // network moves the data on its own.
+  bool receiver_copies = false;
   // GPU-style collective kernels (NCCL's): a send is done for the sender
   // once its data has left (the receiver still sees the route's latency),
   // and a reducing receive reduces the data as it arrives, at most at

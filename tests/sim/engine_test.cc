@@ -222,6 +222,76 @@ TEST(SimEngine, ReducingReceiveOnASharedHostIsLocalWork) {
   expect_rel(r.rank_times[0], 1e-3);
 }
 
+// EndpointProps::receiver_copies: the receiving rank's core copies each
+// message, so a transfer also takes its core and host for as long as it
+// runs. Ranks 0-1 on host 0, 2-3 on host 1 (one core each), a star of
+// 1 GB/s cables: 1 MB alone takes 1 ms whatever the flag.
+TEST(SimEngine, ReceiverCopiesShareTheReceivingCore) {
+  const auto star = [](bool copies) {
+    auto g = std::make_unique<SmallGraph>(4, 5);
+    for (int r = 0; r < 4; ++r) g->add_cable(r, 4, 1e9, 0);
+    for (int r = 0; r < 4; ++r) {
+      EndpointProps ep{0, 1e9};
+      ep.host_cores = 1;
+      ep.host = r < 2 ? 0 : 1;
+      ep.receiver_copies = copies;
+      g->set_endpoint(r, ep);
+    }
+    return g;
+  };
+  const int mb = 1000000;
+  // Alone: the core is no narrower than the route.
+  const HandSchedule one = one_message(4, 0, 2, mb);
+  for (bool copies : {false, true}) expect_rel(run(one, *star(copies), NetModel::flow).time, 1e-3);
+
+  // Two receivers on host 1 (0->2, 1->3: disjoint cables) share its core.
+  HandSchedule same(4, 1);
+  same.add(0, {send_op(2, in(mb))});
+  same.add(1, {send_op(3, in(mb))});
+  same.add(2, {recv_op(0, {Buf::output, 0, mb})});
+  same.add(3, {recv_op(1, {Buf::output, 0, mb})});
+  expect_rel(run(same, *star(false), NetModel::flow).time, 1e-3);
+  const SimResult shared = run(same, *star(true), NetModel::flow);
+  for (int r = 0; r < 4; ++r) expect_rel(shared.rank_times[r], 2e-3);
+  // The alpha-beta model has no hosts: unchanged.
+  expect_rel(run(same, *star(true), NetModel::alpha_beta).time, 1e-3);
+
+  // Receivers on different hosts (0->2, 3->1) do not meet.
+  HandSchedule apart(4, 1);
+  apart.add(0, {send_op(2, in(mb))});
+  apart.add(3, {send_op(1, in(mb))});
+  apart.add(2, {recv_op(0, {Buf::output, 0, mb})});
+  apart.add(1, {recv_op(3, {Buf::output, 0, mb})});
+  expect_rel(run(apart, *star(true), NetModel::flow).time, 1e-3);
+
+  // A copy into rank 2 and rank 3's 1 ms reduction share host 1's core:
+  // both run at half speed and end together at 2 ms; rank 0, the sender,
+  // waits for its transfer.
+  HandSchedule mixed(4, 1);
+  mixed.add(0, {send_op(2, in(mb))});
+  mixed.add(2, {recv_op(0, {Buf::output, 0, mb})});
+  mixed.add(3, {reduce_op(in(mb), {Buf::output, 0, mb})});
+  const SimResult m = run(mixed, *star(true), NetModel::flow);
+  expect_rel(m.rank_times[2], 2e-3);
+  expect_rel(m.rank_times[3], 2e-3);
+  expect_rel(m.rank_times[0], 2e-3);
+  expect_rel(run(mixed, *star(false), NetModel::flow).time, 1e-3);
+
+  // One rank receiving from three peers in one step has one core to copy
+  // them with: 3 ms, where three links of their own deliver all three in
+  // 1 ms (a host of 4 cores: only the receiver's own core limits).
+  HandSchedule gather(4, 1);
+  for (int r = 1; r < 4; ++r) gather.add(r, {send_op(0, in(mb))});
+  gather.add(0, {recv_op(1, {Buf::output, 0, mb}), recv_op(2, {Buf::output, mb, mb}),
+                 recv_op(3, {Buf::output, 2 * mb, mb})});
+  EndpointProps four{0, 1e9};
+  four.host_cores = 4;
+  expect_rel(run(gather, FullyConnected(4, 1e9, 0, four), NetModel::flow).time, 1e-3);
+  four.receiver_copies = true;
+  const SimResult g = run(gather, FullyConnected(4, 1e9, 0, four), NetModel::flow);
+  for (int r = 0; r < 4; ++r) expect_rel(g.rank_times[r], 3e-3);
+}
+
 TEST(SimEngine, FreeReductionsWhenReduceBandwidthIsZero) {
   const FullyConnected topo(2, 1e9, 1e-6);
   const HandSchedule s = one_message(2, 0, 1, 5000, Combine::reduce);

@@ -98,6 +98,12 @@ TEST(Validation, Bandwidth) {
   expect_error(R"({"endpoint": {"cache_mb": 8, "dram_factor": -1},
                    "generator": {"kind": "ring", "ranks": 2, "bandwidth_gbps": 1}})",
                {"endpoint.dram_factor: must be > 0", "-1"});
+  expect_error(R"({"endpoint": {"receiver_copies": true},
+                   "generator": {"kind": "ring", "ranks": 2, "bandwidth_gbps": 1}})",
+               {"endpoint.receiver_copies: needs host_cores"});
+  expect_error(R"({"endpoint": {"host_cores": 1, "receiver_copies": 1},
+                   "generator": {"kind": "ring", "ranks": 2, "bandwidth_gbps": 1}})",
+               {"endpoint.receiver_copies: expected true or false", "1"});
   expect_error(R"({"endpoint": {"dirty_factor": 0.5},
                    "generator": {"kind": "ring", "ranks": 2, "bandwidth_gbps": 1}})",
                {"endpoint.dirty_factor: must be >= 1", "0.5"});
