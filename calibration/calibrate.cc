@@ -285,34 +285,48 @@ bool is_rate(ParamKind kind) {
 
 // The parameters some point depends on (not `frozen`), grouped by `group`
 // (the root of each parameter's group of proportional ones); a group that
-// mixes times with rates or factors has no combination to compare.
+// mixes times with rates or factors has no combination to compare. Times
+// (latencies, the overhead) are compared as what one message pays on each
+// kind of route, `routes`: the overhead plus the latencies of the route's
+// links (members listed with repeats). Only those sums reach a prediction,
+// and a base whose routes share links can move latency between its
+// classes without changing any of them: a route through a core that costs
+// 5 + 3.4 + 0 us in one fit and 0 + 8.8 + 0 in another costs the same.
 std::vector<Quantity> determined_quantities(const std::vector<FittedParam>& params,
                                             const std::vector<std::size_t>& group,
-                                            const std::vector<bool>& frozen) {
+                                            const std::vector<bool>& frozen,
+                                            const std::vector<Quantity>& routes) {
   std::vector<Quantity> out;
+  for (const Quantity& route : routes) {
+    const bool depended = std::any_of(route.members.begin(), route.members.end(),
+                                      [&](std::size_t k) { return !frozen[k]; });
+    if (depended) out.push_back(route);
+  }
   for (std::size_t root = 0; root < params.size(); ++root) {
     Quantity q;
     for (std::size_t k = 0; k < params.size(); ++k)
-      if (group[k] == root && !frozen[k]) q.members.push_back(k);
+      if (group[k] == root && !frozen[k] && !is_time(params[k].kind)) q.members.push_back(k);
     if (q.members.empty()) continue;
+    // A group that also holds a time mixes times with rates or factors.
+    bool mixed = false;
+    for (std::size_t k = 0; k < params.size(); ++k)
+      mixed = mixed || (group[k] == root && !frozen[k] && is_time(params[k].kind));
+    if (mixed) continue;
     if (q.members.size() == 1) {
       q.name = params[q.members.front()].name;
       out.push_back(std::move(q));
       continue;
     }
-    bool times = true, rates = true;
-    for (std::size_t k : q.members) {
-      times = times && is_time(params[k].kind);
-      rates = rates && is_rate(params[k].kind);
-    }
-    if (!times && !rates) continue;
-    q.series = rates;
+    if (!std::all_of(q.members.begin(), q.members.end(),
+                     [&](std::size_t k) { return is_rate(params[k].kind); }))
+      continue;
+    q.series = true;
     std::string list;
     for (std::size_t k : q.members) {
       const std::string& name = params[k].name;
       list += (list.empty() ? "" : " + ") + name.substr(0, name.find(" ("));
     }
-    q.name = (rates ? "series bandwidth of " : "") + list;
+    q.name = "series bandwidth of " + list;
     out.push_back(std::move(q));
   }
   return out;
@@ -502,11 +516,20 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
   trial.base_classes_ = trial.classes_;
   std::vector<bool> class_used(class_links.size(), false);
   std::vector<LinkId> route;
+  // The kinds of route between ranks, by the classes they cross (with
+  // repeats), and the first pair of each: what a message pays in latency.
+  std::map<std::vector<int>, std::pair<int, int>> route_kinds;
   for (int s = 0; s < p; ++s)
     for (int d = 0; d < p; ++d) {
       if (s == d) continue;
       base.route(s, d, route);
-      for (LinkId id : route) class_used[static_cast<std::size_t>(base.link_class(id))] = true;
+      std::vector<int> classes;
+      for (LinkId id : route) {
+        class_used[static_cast<std::size_t>(base.link_class(id))] = true;
+        classes.push_back(base.link_class(id));
+      }
+      std::sort(classes.begin(), classes.end());
+      route_kinds.emplace(std::move(classes), std::make_pair(s, d));
     }
 
   trial.endpoint_ = p > 0 ? base.endpoint(0) : EndpointProps{};
@@ -559,6 +582,30 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
   if (any_copy && trial.endpoint_.copy_bw > 0)
     params.push_back(
         {ParamKind::copy_bw, -1, "endpoint copy_gbps", trial.endpoint_.copy_bw, 0, true});
+
+  // What a message pays in latency on each kind of route (compared between
+  // fits: determined_quantities).
+  std::vector<Quantity> route_latencies;
+  {
+    std::vector<std::size_t> latency_of(class_links.size(), params.size());
+    std::size_t overhead = params.size();
+    for (std::size_t k = 0; k < params.size(); ++k) {
+      if (params[k].kind == ParamKind::latency)
+        latency_of[static_cast<std::size_t>(params[k].link_class)] = k;
+      if (params[k].kind == ParamKind::overhead) overhead = k;
+    }
+    for (const auto& [classes, pair] : route_kinds) {
+      Quantity q;
+      q.members.push_back(overhead);
+      q.name = "message latency rank " + std::to_string(pair.first) + " -> " +
+               std::to_string(pair.second) + ": endpoint overhead_us";
+      for (int c : classes) {
+        q.members.push_back(latency_of[static_cast<std::size_t>(c)]);
+        q.name += " + class " + std::to_string(c) + " latency_us";
+      }
+      route_latencies.push_back(std::move(q));
+    }
+  }
 
   const std::size_t n = params.size();
   if (distinct.size() < n + 1)
@@ -831,9 +878,11 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
 
   // What a fit determines, compared between fits: each parameter some
   // point depends on, and each group of proportional ones as its
-  // combination (latencies and overheads add up; bandwidths in series add
-  // up as 1 / bandwidth). A group that mixes the two is not compared.
-  const std::vector<Quantity> quantities = determined_quantities(params, group, frozen);
+  // combination (bandwidths in series add up as 1 / bandwidth); latencies
+  // and the overhead as what a message pays on each kind of route. A group
+  // that mixes rates with times or factors is not compared.
+  const std::vector<Quantity> quantities =
+      determined_quantities(params, group, frozen, route_latencies);
   const auto spread_of = [&](const std::vector<const Descent*>& fits) {
     std::vector<ParamSpread> out;
     for (const Quantity& q : quantities) {
