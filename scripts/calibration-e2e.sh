@@ -9,7 +9,9 @@
 #   collkit report s-*.json m-C.json ... -o report.html
 #
 # Environment (defaults in brackets):
-#   OUT [out/calibration-e2e], NP [4], BASE [topologies/bases/host-bus-4.json],
+#   OUT [out/calibration-e2e], NP [4], BASE [topologies/bases/host-pinned-4.json
+#     for 4 ranks on a host of 2 CPUs, the layout BIND gives there; else
+#     topologies/bases/host-bus-NP.json, which exists for NP 2 and 4],
 #   COLLECTIVES [all_reduce all_gather reduce_scatter broadcast reduce all_to_all],
 #   MINBYTES [4K], MAXBYTES [16M], FACTOR [2], ITERS [100], WARMUP [5],
 #   REPEATS [3]: runs of every bench (calibrate fits them all; compare takes
@@ -24,20 +26,31 @@
 #     pair sharing a core or not moved broadcast rows 1.5-3x between repeats).
 #   MEASURE [1]: 0 keeps the m-*.json already in OUT and only re-fits,
 #     re-simulates and re-compares (to try another base or FIT_MIN).
-#   PROBE [build/bench/host_cma_bench; empty: none]: before every measure,
-#     reads 1 MiB across the two CPUs as Open MPI does (process_vm_readv),
-#     written just before and clean, and logs the ratio of the two rates to
-#     OUT/probe.txt. On the development VM it flips between about 1.0 and
-#     0.6 in spells of seconds to a minute (docs/RESULTS.md, issue 22: where the
-#     hypervisor puts the two vCPUs), and every row measured in one spell or
-#     the other moves with it; the summary says how the run was split.
+#   PROBE [build/bench/host_cma_bench; empty: none]: before and after every
+#     measure, reads 1 MiB across the two CPUs as Open MPI does
+#     (process_vm_readv), written just before and clean, and logs the ratio
+#     of the two rates to OUT/probe.txt. On the development VM it flips
+#     between about 1.0 and 0.5 in spells of seconds to minutes
+#     (docs/RESULTS.md, issue 22: where the hypervisor puts the two vCPUs),
+#     and every row measured in one spell or the other moves with it; the
+#     summary says how many measures ran in one spell and how many in both.
 # Needs a build with MPI (scripts/main.sh or test.sh) unless MEASURE=0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 out=${OUT:-out/calibration-e2e}
 np=${NP:-4}
-base=${BASE:-topologies/bases/host-bus-4.json}
+if [ -n "${BASE:-}" ]; then
+  base=$BASE
+elif [ "$np" = 4 ] && [ "$(nproc)" = 2 ]; then
+  base=topologies/bases/host-pinned-4.json
+else
+  base=topologies/bases/host-bus-$np.json
+fi
+if [ ! -f "$base" ]; then
+  echo "calibration-e2e.sh: BASE: no file $base (set BASE to a base for $np ranks)" >&2
+  exit 2
+fi
 collectives=${COLLECTIVES:-all_reduce all_gather reduce_scatter broadcast reduce all_to_all}
 sizes=(-b "${MINBYTES:-4K}" -e "${MAXBYTES:-16M}" -f "${FACTOR:-2}")
 collkit=${COLLKIT:-build/cli/collkit}
@@ -77,6 +90,7 @@ if [ "$measure" = 1 ]; then
       mpirun --oversubscribe $bind -np "$np" "$collkit" bench --backend mpi \
         --collective "$c" "${sizes[@]}" -n "${ITERS:-100}" -w "${WARMUP:-5}" \
         --json "$(repeat_file "$c" "$k")" >"$out/bench-$c.$k.txt"
+      probe "$c.$k.after" | tee -a "$out/probe.txt"
     done
   done
 fi
@@ -154,6 +168,20 @@ if ratios:
     print(f"== probes: {len(ratios)}, written/clean read rate median {q(ratios, 0.5):.2f} "
           f"({min(ratios):.2f}-{max(ratios):.2f}); {apart} of {len(ratios)} below 0.8 "
           f"(the CPUs apart: data one wrote crosses between their caches)")
+    # Each measure between its two probes (name, then name.after): the
+    # spell it started and ended in.
+    spells = {}
+    for line in open(f"{out}/probe.txt"):
+        f = line.split()
+        if len(f) > 1:
+            name = f[0][:-len(".after")] if f[0].endswith(".after") else f[0]
+            spells.setdefault(name, []).append("apart" if float(f[1]) < 0.8 else "together")
+    pairs = [v for v in spells.values() if len(v) == 2]
+    if pairs:
+        n = {s: sum(v == [s, s] for v in pairs) for s in ("apart", "together")}
+        print(f"== measures: {len(pairs)}; apart before and after {n['apart']}, together "
+              f"before and after {n['together']}, in both spells "
+              f"{len(pairs) - n['apart'] - n['together']}")
 EOF
 
 "$collkit" report "${reports[@]}" -o "$out/report.html"
