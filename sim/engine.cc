@@ -1353,7 +1353,7 @@ class Engine {
   // (kNil for a rank whose host does not share); empty = none shares.
   std::vector<std::uint32_t> core_slot_;
   std::vector<std::uint32_t> host_of_;
-  std::vector<char> copies_;  // by rank: EndpointProps::receiver_copies (empty: none)
+  std::vector<char> copies_;               // by rank: EndpointProps::receiver_copies (empty: none)
   std::vector<std::uint32_t> copy_slots_;  // start_transfer's scratch for such a flow
   std::vector<double> copy_coeff_;
   std::vector<RankState> ranks_;

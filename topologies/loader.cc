@@ -46,9 +46,9 @@ const std::vector<std::string> kTopKeys = {"name",
                                            "nccl",
                                            "devices_per_node",
                                            "endpoints_forward"};
-const std::vector<std::string> kEndpointKeys = {"overhead_us", "reduce_gbps", "copy_gbps",
-                                                "cache_mb",    "dram_factor", "dirty_factor",
-                                                "host_cores",  "receiver_copies", "pipelined",   "launch_us"};
+const std::vector<std::string> kEndpointKeys = {
+    "overhead_us",  "reduce_gbps", "copy_gbps",       "cache_mb",  "dram_factor",
+    "dirty_factor", "host_cores",  "receiver_copies", "pipelined", "launch_us"};
 const std::vector<std::string> kProtocolNames = {"LL", "LL128", "Simple"};
 const std::vector<std::string> kGeneratorKinds = {
     "ring", "fully_connected", "switch", "torus", "hypercube", "fat_tree", "hierarchical"};

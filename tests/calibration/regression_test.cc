@@ -116,8 +116,8 @@ TEST(CalibrationRegression, CommittedRunRefitsWhereItWas) {
   int latencies = 0;
   for (const ParamSpread& s : fit.repeat_spread) {
     const auto over = kRecordedSpreadsOver.find(s.name);
-    EXPECT_LE(s.spread, over != kRecordedSpreadsOver.end() ? over->second + 0.02
-                                                           : kStabilityTolerance)
+    EXPECT_LE(s.spread,
+              over != kRecordedSpreadsOver.end() ? over->second + 0.02 : kStabilityTolerance)
         << s.name;
     if (s.name.rfind("message latency", 0) == 0) ++latencies;
   }
