@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "algorithms/registry.h"
 #include "core/error.h"
@@ -244,12 +245,18 @@ TEST(SimEngine, ReceiverCopiesShareTheReceivingCore) {
   const HandSchedule one = one_message(4, 0, 2, mb);
   for (bool copies : {false, true}) expect_rel(run(one, *star(copies), NetModel::flow).time, 1e-3);
 
+  // Two messages of mb bytes at once, a -> b and c -> d.
+  const auto two = [&](int a, int b, int c, int d) {
+    HandSchedule s(4, 1);
+    for (const auto& [from, to] : {std::pair{a, b}, std::pair{c, d}}) {
+      s.add(from, {send_op(to, in(mb))});
+      s.add(to, {recv_op(from, {Buf::output, 0, mb})});
+    }
+    return s;
+  };
+
   // Two receivers on host 1 (0->2, 1->3: disjoint cables) share its core.
-  HandSchedule same(4, 1);
-  same.add(0, {send_op(2, in(mb))});
-  same.add(1, {send_op(3, in(mb))});
-  same.add(2, {recv_op(0, {Buf::output, 0, mb})});
-  same.add(3, {recv_op(1, {Buf::output, 0, mb})});
+  const HandSchedule same = two(0, 2, 1, 3);
   expect_rel(run(same, *star(false), NetModel::flow).time, 1e-3);
   const SimResult shared = run(same, *star(true), NetModel::flow);
   for (int r = 0; r < 4; ++r) expect_rel(shared.rank_times[r], 2e-3);
@@ -257,12 +264,7 @@ TEST(SimEngine, ReceiverCopiesShareTheReceivingCore) {
   expect_rel(run(same, *star(true), NetModel::alpha_beta).time, 1e-3);
 
   // Receivers on different hosts (0->2, 3->1) do not meet.
-  HandSchedule apart(4, 1);
-  apart.add(0, {send_op(2, in(mb))});
-  apart.add(3, {send_op(1, in(mb))});
-  apart.add(2, {recv_op(0, {Buf::output, 0, mb})});
-  apart.add(1, {recv_op(3, {Buf::output, 0, mb})});
-  expect_rel(run(apart, *star(true), NetModel::flow).time, 1e-3);
+  expect_rel(run(two(0, 2, 3, 1), *star(true), NetModel::flow).time, 1e-3);
 
   // A copy into rank 2 and rank 3's 1 ms reduction share host 1's core:
   // both run at half speed and end together at 2 ms; rank 0, the sender,
