@@ -71,9 +71,18 @@ std::vector<SweepPoint> simulate_sweep(const SweepSpec& spec, const Topology& to
         make_schedule(nccl_schedule_spec(spec, *ctx, choose(spec), topology));
       }
   }
+  // NCCL discards a collective of no elements before it plans or launches
+  // anything (src/enqueue.cc, taskAppend: "Empty collectives can be
+  // discarded"), so such a call costs the device nothing: no launch, no
+  // protocol base latency. nccl-tests prints those rows (a size below
+  // ranks x element size); their time is the host's loop alone.
+  const auto discarded = [&](const ScheduleSpec& spec) {
+    return on_topology(spec.algorithm) && spec.count == 0 && spec.collective != Collective::barrier;
+  };
   std::vector<SweepPoint> points = run_sweep(
       sweep,
       [&](const ScheduleSpec& spec) {
+        if (discarded(spec)) return 0.0;
         if (on_topology(spec.algorithm))
           return simulate(*make_schedule(nccl_schedule_spec(spec, *ctx, choose(spec), topology)),
                           topology, options)
@@ -81,9 +90,12 @@ std::vector<SweepPoint> simulate_sweep(const SweepSpec& spec, const Topology& to
         return simulate(*make_schedule(spec), topology, options).time;
       },
       progress);
-  for (SweepPoint& pt : points)
-    if (on_topology(pt.algorithm))
-      pt.note = describe(choose(schedule_spec(sweep, pt.algorithm, pt.size)));
+  for (SweepPoint& pt : points) {
+    if (!on_topology(pt.algorithm)) continue;
+    const ScheduleSpec spec = schedule_spec(sweep, pt.algorithm, pt.size);
+    pt.note =
+        discarded(spec) ? "none (no elements: NCCL discards the call)" : describe(choose(spec));
+  }
   return points;
 }
 

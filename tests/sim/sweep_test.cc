@@ -115,5 +115,35 @@ TEST(SimulateSweep, HierarchicalDefaultGroupIsANode) {
   EXPECT_DOUBLE_EQ(cost(2, 8), cost(2, 0));  // --group wins
 }
 
+// NCCL discards a collective of no elements (src/enqueue.cc, taskAppend):
+// nccl-tests' all_gather rows below 128 bytes on 8 ranks (float) have count 0
+// and measure about 0.9 us, the host's loop (dgx-h100 -g 8 table). The nccl
+// family predicts 0 there, with no launch floor, while a call of 4 elements
+// pays the 8 x 4.0 us floor of one thread launching on 8 GPUs. collkit's own
+// schedules are not NCCL and keep the floor at count 0.
+TEST(SimulateSweep, NcclDiscardsACallOfNoElements) {
+  const auto topo = load_topology(std::string(COLLKIT_SOURCE_DIR) + "/topologies/dgx-h100.json");
+  SimOptions sim;
+  sim.launch_devices = 8;
+  SweepSpec s = spec_of(Collective::all_gather, {"nccl", "nccl:ring", "ring"}, {8, 128}, 8);
+  const std::vector<SweepPoint> points = simulate_sweep(s, *topo, sim);
+  ASSERT_EQ(points.size(), 6u);
+  for (int a = 0; a < 3; ++a) {
+    const SweepPoint& none = points[static_cast<std::size_t>(2 * a)];
+    const SweepPoint& two = points[static_cast<std::size_t>(2 * a + 1)];
+    ASSERT_EQ(none.size.count, 0) << none.algorithm;
+    ASSERT_EQ(two.size.count, 4) << two.algorithm;
+    EXPECT_GE(two.seconds, 32e-6) << two.algorithm;
+    if (a < 2) {
+      EXPECT_EQ(none.seconds, 0) << none.algorithm;
+      EXPECT_EQ(none.note, "none (no elements: NCCL discards the call)");
+      EXPECT_EQ(two.note.rfind("ring/", 0), 0u) << two.note;
+    } else {
+      EXPECT_GE(none.seconds, 32e-6);
+      EXPECT_EQ(none.note, "");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace collkit
