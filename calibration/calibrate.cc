@@ -392,6 +392,26 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
   bool any_reduction = false;
   bool any_copy = false;
   std::optional<NcclContext> nccl_ctx;
+  // --repeats fastest: each measured row's least time over the inputs, and
+  // whether a row of that key has been taken (ties keep the first).
+  using RowOf = std::tuple<int, std::string, std::int64_t, int, int, int, bool>;
+  const auto row_of = [](const Report& r, const ResultRow& row) {
+    return RowOf{static_cast<int>(row.collective),
+                 row.algorithm,
+                 row.bytes,
+                 static_cast<int>(row.dtype.value_or(r.dtype)),
+                 static_cast<int>(row.op.value_or(r.op)),
+                 row.root.value_or(r.root),
+                 row.in_place};
+  };
+  std::map<RowOf, std::pair<double, bool>> fastest;
+  if (options.fastest_repeat)
+    for (const CalibrationInput& in : inputs)
+      for (const ResultRow& row : in.report.results) {
+        if (!(row.time_us > 0) || row.wrong > 0) continue;
+        const auto [it, fresh] = fastest.try_emplace(row_of(in.report, row), row.time_us, false);
+        if (!fresh) it->second.first = std::min(it->second.first, row.time_us);
+      }
   for (const CalibrationInput& in : inputs) {
     const Report& r = in.report;
     if (r.mode != ReportMode::measure)
@@ -443,6 +463,14 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
         throw FileError(at("time_us") + ": must be > 0 to be fitted, got " +
                         fmt("%g", row.time_us));
       if (row.count < 0) throw FileError(at("count") + ": must be >= 0");
+      if (options.fastest_repeat) {
+        std::pair<double, bool>& best = fastest.at(row_of(r, row));
+        if (best.second || row.time_us > best.first) {
+          ++result.skipped_slower;
+          continue;
+        }
+        best.second = true;
+      }
       const DataType dtype = row.dtype.value_or(r.dtype);
       ScheduleSpec spec;
       spec.collective = row.collective;
@@ -933,7 +961,10 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
   // that measured the same distinct point (m.json, m.2.json, m.3.json: three
   // repeats of every row). Each repeat alone is fitted from the joint fit;
   // how far their parameters move is how far a fresh run's would.
-  if (search.final) {
+  // With only the fastest repeat of each row fitted there are no repeats to
+  // fit alone: a row's points (in place and out of place) can come from
+  // different files.
+  if (search.final && !options.fastest_repeat) {
     std::map<std::size_t, std::vector<std::string>> files_of;
     for (const Point& pt : points) {
       std::vector<std::string>& f = files_of[pt.same_as];
@@ -1412,6 +1443,9 @@ std::string format_calibration(const CalibrationResult& result) {
   if (result.skipped_small > 0)
     out += "# left out " + std::to_string(result.skipped_small) + " rows below " +
            std::to_string(result.min_bytes) + " bytes (--min-bytes)\n";
+  if (result.skipped_slower > 0)
+    out += "# fitted the fastest repeat of each row; left out " +
+           std::to_string(result.skipped_slower) + " slower repeats (--repeats fastest)\n";
   std::snprintf(line, sizeof line, "%-14s %-24s %12s %8s %14s %14s %10s\n", "# collective",
                 "algorithm", "bytes", "in_place", "measured_us", "fitted_us", "error%");
   out += line;

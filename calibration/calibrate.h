@@ -61,6 +61,12 @@ struct CalibrateOptions {
   // A base with cache_mb: try every power-of-two cache size (true) or keep
   // the base's (false: e.g. re-fitting from a fitted file).
   bool search_cache = true;
+  // --repeats fastest: of the rows several inputs measured alike (the same
+  // collective, algorithm, size, type, op, root and in-place column), only
+  // the fastest is fitted: the machine at its best, where what varies
+  // between repeats only slows a run down (docs/REPORTS.md, "Repeats").
+  // false: every row is a point (--repeats all).
+  bool fastest_repeat = false;
 };
 
 enum class ParamKind : std::uint8_t {
@@ -135,6 +141,7 @@ struct CalibrationResult {
   std::size_t skipped_native = 0;   // "native" rows: no schedule to simulate
   std::string match;                // CalibrateOptions::match
   std::size_t skipped_small = 0;    // rows below CalibrateOptions::min_bytes
+  std::size_t skipped_slower = 0;   // slower repeats (CalibrateOptions::fastest_repeat)
   std::int64_t min_bytes = 0;       // the option, for the output
   int iterations = 0;
   // Parameter pairs the points cannot tell apart (only a combination fitted).

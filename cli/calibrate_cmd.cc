@@ -34,6 +34,7 @@ struct CalibrateArgs {
   std::string match;
   std::string collective;
   std::string launch = "proc";
+  std::string repeats = "all";
   bool accept = false;
 };
 
@@ -60,6 +61,9 @@ void run_calibrate(const CalibrateArgs& a) {
   options.starts = a.starts;
   options.match = a.match;
   options.launch_devices = parse_launch_mode(a.launch);
+  if (a.repeats != "all" && a.repeats != "fastest")
+    throw UsageError("--repeats '" + a.repeats + "': expected all or fastest");
+  options.fastest_repeat = a.repeats == "fastest";
   const ReadOptions read = read_options(a.collective, a.ranks);
   if (a.topology.rfind("astra:", 0) == 0)
     throw UsageError("--topology " + a.topology +
@@ -165,6 +169,10 @@ void add_calibrate_command(CLI::App& app) {
                   "(0 = all endpoints); also the rank count of nccl-tests logs without '# Rank' "
                   "lines")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--repeats", a->repeats,
+                  "Rows measured alike in several files: all (default: every one is a point) or "
+                  "fastest (only the least time of each: the machine at its best, where what "
+                  "varies between repeats only slows a run down)");
   cmd->add_option("--launch", a->launch,
                   "How the measured calls were launched: proc (one process per device, default) "
                   "or group:G (one thread on G devices, as nccl-tests -g G)");

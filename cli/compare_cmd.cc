@@ -16,7 +16,7 @@ void add_compare_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "compare", "Predicted (simulate) against measured (bench) times, with relative errors");
   struct Args {
-    std::string predicted, json, min_bytes = "0", match, collective;
+    std::string predicted, json, min_bytes = "0", match, collective, repeats = "median";
     std::vector<std::string> measured;
     int ranks = 0;
   };
@@ -25,8 +25,11 @@ void add_compare_command(CLI::App& app) {
       ->required();
   cmd->add_option("measured", a->measured,
                   "Measured reports: collkit bench JSON, nccl-tests logs or -J files; several = "
-                  "repeats of one run, each row's time the median over them")
+                  "repeats of one run, each row's time the median over them (--repeats)")
       ->required();
+  cmd->add_option("--repeats", a->repeats,
+                  "Which repeat stands for a row: median (default) or fastest, the machine at "
+                  "its best where what varies between repeats only slows a run down");
   cmd->add_option("--json", a->json, "Write the comparison as JSON");
   cmd->add_option("--min-bytes", a->min_bytes, "Leave out rows below this size (K/M/G suffixes)");
   cmd->add_option("--match", a->match,
@@ -37,6 +40,7 @@ void add_compare_command(CLI::App& app) {
   cmd->callback([a] {
     const std::int64_t min_bytes =
         a->min_bytes == "0" ? 0 : parse_size("--min-bytes", a->min_bytes);
+    const RepeatStat stat = parse_repeat_stat("--repeats", a->repeats);
     const ReadOptions read = read_options(a->collective, a->ranks);
     std::vector<PathArg> inputs = {{"predicted", a->predicted}};
     for (const std::string& path : a->measured) inputs.push_back({"measured", path});
@@ -50,14 +54,17 @@ void add_compare_command(CLI::App& app) {
         nccl_tests = nccl_tests || run.format != InputFormat::collkit;
       repeats.push_back(combine_runs(runs));
     }
-    const Report measured = median_of_repeats(repeats, a->measured);
+    const Report measured = median_of_repeats(repeats, a->measured, stat);
     std::string measured_name = a->measured[0];
     if (a->measured.size() > 1)
-      measured_name = "median of " + std::to_string(a->measured.size()) + " (" + [&] {
-        std::string s;
-        for (const std::string& m : a->measured) s += (s.empty() ? "" : ", ") + m;
-        return s;
-      }() + ")";
+      measured_name = std::string(stat == RepeatStat::fastest ? "fastest" : "median") + " of " +
+                      std::to_string(a->measured.size()) + " (" +
+                      [&] {
+                        std::string s;
+                        for (const std::string& m : a->measured) s += (s.empty() ? "" : ", ") + m;
+                        return s;
+                      }() +
+                      ")";
     // Swapped arguments still compare, but the sign of every error flips;
     // say so rather than let a user read the errors backwards.
     if (predicted.mode == ReportMode::measure && measured.mode == ReportMode::simulate)

@@ -98,14 +98,26 @@ CompareResult compare_reports(const Report& predicted, const Report& measured,
                               const CompareOptions& options, const std::string& predicted_name,
                               const std::string& measured_name);
 
+// Which of a row's repeated measurements stands for it.
+enum class RepeatStat : std::uint8_t {
+  median,   // the median (the mean of the middle two for an even count)
+  fastest,  // the least time: the machine at its best, where what varies
+            // between repeats only slows a run down (docs/REPORTS.md,
+            // "Repeats")
+};
+
+// "median" or "fastest"; UsageError naming `flag` otherwise.
+RepeatStat parse_repeat_stat(const std::string& flag, const std::string& text);
+
 // Repeats of one measurement (the same bench command run several times) as
-// one report: the first report's rows, each row's time_us the median over the
-// repeats (the mean of the middle two for an even count) and its bandwidths
+// one report: the first report's rows, each row's time_us the median (or
+// the least, RepeatStat::fastest) over the repeats and its bandwidths
 // recomputed from it. Every repeat must hold the same rows (same keys, same
 // ranks; a row that appears several times in a run, e.g. nccl-tests' rows of
 // 0 bytes, pairs by occurrence); otherwise FileError naming the repeat and
 // the row. One report is returned unchanged.
-Report median_of_repeats(const std::vector<Report>& repeats, const std::vector<std::string>& names);
+Report median_of_repeats(const std::vector<Report>& repeats, const std::vector<std::string>& names,
+                         RepeatStat stat = RepeatStat::median);
 
 // The q-quantile (0..1) of `values` with linear interpolation between the
 // closest ranks (numpy's default): position q x (n - 1) of the sorted values.

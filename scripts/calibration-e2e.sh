@@ -3,9 +3,9 @@
 # docs/REPORTS.md ("End to end") on this host, at full scale:
 #
 #   mpirun -np NP BIND collkit bench --backend mpi --collective C ... --json m-C.json  (x REPEATS)
-#   collkit calibrate m-*.json --topology BASE --huber 0.1 -o fit.json
+#   collkit calibrate m-*.json --topology BASE --huber 0.1 --repeats PICK -o fit.json
 #   collkit simulate --topology fit.json --collective C ... --segments-as m-C.json --json s-C.json
-#   collkit compare s-C.json m-C.json m-C.2.json ... --min-bytes 64K --json cmp-C.json
+#   collkit compare s-C.json m-C.json m-C.2.json ... --repeats PICK --min-bytes 64K --json cmp-C.json
 #   collkit report s-*.json m-C.json ... -o report.html
 #
 # Environment (defaults in brackets):
@@ -13,9 +13,14 @@
 #     for 4 ranks on a host of 2 CPUs, the layout BIND gives there; else
 #     topologies/bases/host-bus-NP.json, which exists for NP 2 and 4],
 #   COLLECTIVES [all_reduce all_gather reduce_scatter broadcast reduce all_to_all],
-#   MINBYTES [4K], MAXBYTES [16M], FACTOR [2], ITERS [100], WARMUP [5],
-#   REPEATS [3]: runs of every bench (calibrate fits them all; compare takes
-#     each row's median over them),
+#   MINBYTES [4K], MAXBYTES [16M], FACTOR [2], ITERS [50], WARMUP [5],
+#   REPEATS [5]: runs of every bench (five short runs rather than three long
+#     ones: each is a fresh draw of the machine's state for PICK fastest),
+#   PICK [fastest]: which repeat of a row calibrate fits and compare
+#     compares: fastest (the least time of each row: the machine at its best,
+#     where what varies between repeats only slows a run down; docs/RESULTS.md,
+#     issue 22: on the development VM a row's time is bimodal, up to 4x apart)
+#     or median (calibrate fits every repeat, compare takes each row's median),
 #   COMPARE_MIN [64K], HUBER [0.1] (calibrate --huber), FIT_ITERATIONS [100]
 #     (calibrate --max-iterations), FIT_MIN [0] (calibrate
 #     --min-bytes), COLLKIT [build/cli/collkit],
@@ -67,7 +72,13 @@ rm -f "$out"/s-*.json "$out"/cmp-*.json "$out"/fit.json "$out"/report.html
 # run one after another over all collectives, so a slow spell of the machine
 # lands in one repeat of several collectives rather than in every repeat of
 # one; compare then takes each row's median over the repeats.
-repeats=${REPEATS:-3}
+repeats=${REPEATS:-5}
+pick=${PICK:-fastest}
+case "$pick" in
+  fastest) fit_repeats=fastest ;;
+  median) fit_repeats=all ;;
+  *) echo "calibration-e2e.sh: PICK: '$pick' (expected fastest or median)" >&2; exit 2 ;;
+esac
 probe_bin=${PROBE-build/bench/host_cma_bench}
 # One line: written/clean rate ratio, both rates, the CPUs' round trip.
 probe() {
@@ -88,7 +99,7 @@ if [ "$measure" = 1 ]; then
       probe "$c.$k" | tee -a "$out/probe.txt"
       # shellcheck disable=SC2086 # BIND is a list of mpirun options
       mpirun --oversubscribe $bind -np "$np" "$collkit" bench --backend mpi \
-        --collective "$c" "${sizes[@]}" -n "${ITERS:-100}" -w "${WARMUP:-5}" \
+        --collective "$c" "${sizes[@]}" -n "${ITERS:-50}" -w "${WARMUP:-5}" \
         --json "$(repeat_file "$c" "$k")" >"$out/bench-$c.$k.txt"
       probe "$c.$k.after" | tee -a "$out/probe.txt"
     done
@@ -106,7 +117,7 @@ done
 
 echo "== calibrate ${measured[*]} on $base"
 "$collkit" calibrate "${measured[@]}" --topology "$base" --min-bytes "${FIT_MIN:-0}" --huber "${HUBER:-0.1}" \
-  --max-iterations "${FIT_ITERATIONS:-100}" \
+  --max-iterations "${FIT_ITERATIONS:-100}" --repeats "$fit_repeats" \
   -o "$out/fit.json" | tee "$out/calibrate.txt" |
   grep -E '^(#|class|endpoint)'
 
@@ -116,7 +127,7 @@ for c in $collectives; do
     --json "$out/s-$c.json" >"$out/simulate-$c.txt"
   echo "== compare $c (sizes >= $compare_min)"
   # shellcheck disable=SC2086 # the repeats' paths have no spaces
-  "$collkit" compare "$out/s-$c.json" ${repeats_of[$c]} --min-bytes "$compare_min" \
+  "$collkit" compare "$out/s-$c.json" ${repeats_of[$c]} --repeats "$pick" --min-bytes "$compare_min" \
     --json "$out/cmp-$c.json" >"$out/compare-$c.txt"
   # awk, not grep | head: under pipefail head's early exit could fail the loop.
   awk '/^#/ && n++ < 3' "$out/compare-$c.txt"
@@ -125,9 +136,9 @@ done
 
 # One figure over every collective: the median and p90 of |error| of all
 # matched rows together (compare's own quantile convention).
-python3 - "$out" $collectives <<'EOF' || echo "(python3 missing: per-collective summaries above)"
+python3 - "$out" "$pick" $collectives <<'EOF' || echo "(python3 missing: per-collective summaries above)"
 import json, sys
-out, colls = sys.argv[1], sys.argv[2:]
+out, pick, colls = sys.argv[1], sys.argv[2], sys.argv[3:]
 errs = []
 for c in colls:
     for r in json.load(open(f"{out}/cmp-{c}.json"))["rows"]:
@@ -137,7 +148,8 @@ def q(v, p):
     v = sorted(v)
     pos = p * (len(v) - 1); lo = int(pos); hi = min(lo + 1, len(v) - 1)
     return v[lo] + (pos - lo) * (v[hi] - v[lo])
-print(f"== all collectives: {len(errs)} rows, |error| median {100*q(errs, 0.5):.1f}%, p90 {100*q(errs, 0.9):.1f}%")
+print(f"== all collectives: {len(errs)} rows ({pick} repeat of each), |error| median "
+      f"{100*q(errs, 0.5):.1f}%, p90 {100*q(errs, 0.9):.1f}%")
 # The spread of the measurements themselves: |t_i - t_j| / min(t_i, t_j)
 # over every pair of repeats of every compared row (not native), the floor
 # no model of one run can beat (docs/RESULTS.md, issue 22).

@@ -217,6 +217,43 @@ TEST(Calibrate, RepeatsThatDisagreeAreNamedWithTheirSpread) {
   EXPECT_NE(format_calibration(r).find("(over the tolerance)"), std::string::npos);
 }
 
+// A machine whose repeats are slowed by interference (a row 2.5x slower in
+// two of its three repeats, clean in the third, a different one per row):
+// the median of every row is a slowed time, so fitting every point cannot
+// find the network; fitting the fastest repeat of each row (--repeats
+// fastest) recovers it exactly and counts the slower repeats it left out.
+TEST(Calibrate, FastestRepeatFitsTheMachineAtItsBest) {
+  const std::unique_ptr<Topology> base =
+      parse_topology(ring_text(10, 5, 0.1, 1000, 100), "base.json");
+  std::vector<CalibrationInput> in = repeated(truth_reports(0, NetModel::flow), 3);
+  const std::size_t files = in.size() / 3;
+  std::size_t rows = 0;
+  for (std::size_t f = 0; f < in.size(); ++f) {
+    const std::size_t rep = f / files;
+    std::vector<ResultRow>& results = in[f].report.results;
+    for (std::size_t i = 0; i < results.size(); ++i)
+      if ((i + f % files) % 3 != rep) results[i].time_us *= 2.5;
+    if (rep == 0) rows += results.size();
+  }
+  CalibrateOptions fastest;
+  fastest.fastest_repeat = true;
+  const CalibrationResult best = calibrate(in, *base, fastest);
+  EXPECT_LT(best.median_abs_error, 1e-6);
+  EXPECT_NEAR(fitted(best, ParamKind::bandwidth) / kBw, 1, 1e-4);
+  EXPECT_NEAR(fitted(best, ParamKind::latency) / kLat, 1, 1e-3);
+  EXPECT_EQ(best.skipped_slower, 2 * rows);
+  EXPECT_EQ(best.points.size(), rows);
+  EXPECT_EQ(best.repeats, 0);  // one point per row: no repeats to fit alone
+  EXPECT_NE(format_calibration(best).find("# fitted the fastest repeat of each row; left out " +
+                                          std::to_string(2 * rows) + " slower repeats"),
+            std::string::npos);
+  // Every point fitted: two of every row's three times are slowed.
+  const CalibrationResult all = calibrate(in, *base);
+  EXPECT_GT(all.median_abs_error, 0.1);
+  EXPECT_EQ(all.skipped_slower, 0u);
+  EXPECT_EQ(all.points.size(), 3 * rows);
+}
+
 // More starts never fit worse than the base alone, and the same inputs give
 // the same fit every time (the starts are a fixed sequence, not random).
 TEST(Calibrate, StartsAreTheSameEveryRunAndNeverFitWorse) {

@@ -9,7 +9,9 @@
 // each row's median over the repeats (what the loop's `compare` reports,
 // recorded in README.md) and (c) that the repeats, each fitted alone, agree
 // within the stated tolerance. Starting from the recorded fit keeps the test
-// cheap: the loop's own search from the base takes minutes.
+// cheap: the loop's own search from the base takes minutes. A second test
+// does the same for the loop's default statistic, each row's fastest repeat
+// (fit-fastest.json).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -122,6 +124,63 @@ TEST(CalibrationRegression, CommittedRunRefitsWhereItWas) {
     if (s.name.rfind("message latency", 0) == 0) ++latencies;
   }
   EXPECT_EQ(latencies, 2);  // same core (rank 0 -> 2) and across cores (0 -> 1)
+}
+
+// The loop's default since the twelfth session (docs/RESULTS.md, issue 22,
+// "the fastest repeat"): the same measurements, only each row's fastest
+// repeat fitted (--repeats fastest) and compared. fit-fastest.json is what
+// the loop wrote from them (README.md there).
+constexpr std::size_t kFastestRows = 657;
+constexpr double kFastestMedian = 0.1412;
+constexpr double kFastestP90 = 0.3694;
+
+TEST(CalibrationRegression, CommittedRunsFastestRepeatsRefitWhereTheyWere) {
+  const std::unique_ptr<Topology> recorded = load_topology(kData + "/fit-fastest.json");
+  CalibrateOptions options;
+  options.huber = 0.1;
+  options.fastest_repeat = true;
+  options.max_iterations = 3;
+  options.starts = 1;
+  options.search_cache = false;
+  const std::vector<CalibrationInput> run = committed_run();
+  const CalibrationResult fit = calibrate(run, *recorded, options);
+  for (const FittedParam& p : fit.params) {
+    const double tolerance = p.kind == ParamKind::latency || p.kind == ParamKind::overhead
+                                 ? 0.02 * p.base + 0.01e-6
+                                 : 0.02 * p.base;
+    EXPECT_NEAR(p.fitted, p.base, tolerance) << p.name;
+  }
+  EXPECT_TRUE(fit.problems.empty()) << fit.problems.front();
+  // One point per row, the least of its three times (an independent
+  // reading of the files), and two slower repeats left out of each.
+  std::map<std::tuple<int, std::string, std::int64_t, bool>, double> fastest;
+  std::size_t rows = 0;
+  for (const CalibrationInput& in : run)
+    for (const ResultRow& r : in.report.results) {
+      if (r.algorithm == "native") continue;
+      const auto key =
+          std::make_tuple(static_cast<int>(r.collective), r.algorithm, r.bytes, r.in_place);
+      const auto [it, fresh] = fastest.try_emplace(key, r.time_us);
+      if (fresh) ++rows;
+      it->second = std::min(it->second, r.time_us);
+    }
+  EXPECT_EQ(fit.points.size(), rows);
+  EXPECT_EQ(fit.skipped_slower, 2 * rows);
+  EXPECT_EQ(fit.repeats, 0);
+  std::vector<double> errors;
+  for (const PointFit& f : fit.points) {
+    const auto key =
+        std::make_tuple(static_cast<int>(f.collective), f.algorithm, f.bytes, f.in_place);
+    EXPECT_EQ(f.measured_us, fastest.at(key)) << f.algorithm << " " << f.bytes;
+    if (f.bytes >= 65536) errors.push_back(std::abs(f.fitted_us / f.measured_us - 1));
+  }
+  const double median = quantile(errors, 0.5);
+  const double p90 = quantile(errors, 0.9);
+  std::printf("fastest repeat, %zu rows >= 64 KiB: |error| median %.2f%%, p90 %.2f%%\n",
+              errors.size(), 100 * median, 100 * p90);
+  EXPECT_EQ(errors.size(), kFastestRows);
+  EXPECT_NEAR(median, kFastestMedian, 0.005);
+  EXPECT_NEAR(p90, kFastestP90, 0.01);
 }
 
 }  // namespace

@@ -46,6 +46,18 @@ class FlagsCli : public ::testing::Test {
   fs::path dir_;
 };
 
+// --repeats: compare takes median or fastest, calibrate all or fastest; any
+// other word is one line naming the flag, and calibrate writes nothing.
+TEST_F(FlagsCli, RepeatsTakesItsWordsOnly) {
+  const std::string m = src("tests/data/calibration/m-reduce.json");
+  expect_error("compare " + m + " " + m + " --repeats min",
+               "--repeats 'min': expected median or fastest");
+  expect_error("calibrate " + m + " --topology " + src("topologies/bases/host-pinned-4.json") +
+                   " -o fit.json --repeats median",
+               "--repeats 'median': expected all or fastest");
+  EXPECT_FALSE(fs::exists(dir_ / "fit.json"));
+}
+
 TEST_F(FlagsCli, OutOfRangeIntegersAreErrors) {
   const std::string sched = "schedule --collective all_reduce --algorithm ring --ranks 4 ";
   expect_error(sched + "--count 99999999999999999999",

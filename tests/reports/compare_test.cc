@@ -70,6 +70,34 @@ TEST(MedianOfRepeats, EachRowTakesItsMedianTime) {
   EXPECT_EQ(median_of_repeats({r2}, {"b"}).results[0].time_us, 9);
 }
 
+// --repeats fastest: the same three repeats, each row the least of its
+// times, bandwidths following it; the flag's words are checked.
+TEST(MedianOfRepeats, FastestTakesEachRowsLeastTime) {
+  std::vector<ResultRow> a{row("ring", 1024, 10), row("ring", 1024, 30, true),
+                           row("tree", 1024, 7)};
+  a[0].algbw_gbps = 2.0;
+  a[0].busbw_gbps = 3.0;
+  const Report r1 = report(ReportMode::measure, a);
+  const Report r2 = report(ReportMode::measure, {row("tree", 1024, 9), row("ring", 1024, 40),
+                                                 row("ring", 1024, 20, true)});
+  std::vector<ResultRow> c{row("ring", 1024, 20), row("ring", 1024, 60, true),
+                           row("tree", 1024, 8)};
+  c[0].algbw_gbps = 1.0;
+  c[0].busbw_gbps = 1.5;
+  const Report r3 = report(ReportMode::measure, c);
+  const Report m =
+      median_of_repeats({r3, r2, r1}, {"c.json", "b.json", "a.json"}, RepeatStat::fastest);
+  ASSERT_EQ(m.results.size(), 3u);
+  EXPECT_EQ(m.results[0].time_us, 10);             // ring out of place: of 20, 40, 10
+  EXPECT_DOUBLE_EQ(m.results[0].algbw_gbps, 2.0);  // c.json's 1.0 at 20 us
+  EXPECT_DOUBLE_EQ(m.results[0].busbw_gbps, 3.0);
+  EXPECT_EQ(m.results[1].time_us, 20);  // in place: of 60, 20, 30
+  EXPECT_EQ(m.results[2].time_us, 7);   // tree: of 8, 9, 7
+  EXPECT_EQ(parse_repeat_stat("--repeats", "fastest"), RepeatStat::fastest);
+  EXPECT_EQ(parse_repeat_stat("--repeats", "median"), RepeatStat::median);
+  EXPECT_THROW(parse_repeat_stat("--repeats", "min"), UsageError);
+}
+
 TEST(MedianOfRepeats, RepeatsOfAnotherRunAreRefusedByName) {
   const Report r1 = report(ReportMode::measure, {row("ring", 1024, 10), row("ring", 2048, 20)});
   const auto message = [&](const Report& other) {
