@@ -339,6 +339,9 @@ std::vector<Quantity> determined_quantities(const std::vector<FittedParam>& para
 struct SearchPlan {
   bool final = true;
   std::vector<double> warm;
+  // --repeats fastest: leave out the k-th file that measured each row (of
+  // rows measured in two or more), for the stability check; -1 = none.
+  int leave_out = -1;
 };
 
 // One fit with the base's cache size held fixed.
@@ -405,13 +408,28 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
                  row.in_place};
   };
   std::map<RowOf, std::pair<double, bool>> fastest;
-  if (options.fastest_repeat)
+  // The files that measured each row, in input order: the k-th is repeat k.
+  std::map<RowOf, std::vector<const CalibrationInput*>> files_of_row;
+  const auto left_out = [&](const CalibrationInput& in, const RowOf& key) {
+    if (search.leave_out < 0) return false;
+    const std::vector<const CalibrationInput*>& f = files_of_row.at(key);
+    return f.size() >= 2 && static_cast<std::size_t>(search.leave_out) < f.size() &&
+           f[static_cast<std::size_t>(search.leave_out)] == &in;
+  };
+  if (options.fastest_repeat) {
     for (const CalibrationInput& in : inputs)
       for (const ResultRow& row : in.report.results) {
-        if (!(row.time_us > 0) || row.wrong > 0) continue;
-        const auto [it, fresh] = fastest.try_emplace(row_of(in.report, row), row.time_us, false);
+        std::vector<const CalibrationInput*>& f = files_of_row[row_of(in.report, row)];
+        if (f.empty() || f.back() != &in) f.push_back(&in);
+      }
+    for (const CalibrationInput& in : inputs)
+      for (const ResultRow& row : in.report.results) {
+        const RowOf key = row_of(in.report, row);
+        if (!(row.time_us > 0) || row.wrong > 0 || left_out(in, key)) continue;
+        const auto [it, fresh] = fastest.try_emplace(key, row.time_us, false);
         if (!fresh) it->second.first = std::min(it->second.first, row.time_us);
       }
+  }
   for (const CalibrationInput& in : inputs) {
     const Report& r = in.report;
     if (r.mode != ReportMode::measure)
@@ -464,7 +482,9 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
                         fmt("%g", row.time_us));
       if (row.count < 0) throw FileError(at("count") + ": must be >= 0");
       if (options.fastest_repeat) {
-        std::pair<double, bool>& best = fastest.at(row_of(r, row));
+        const RowOf key = row_of(r, row);
+        if (left_out(in, key)) continue;
+        std::pair<double, bool>& best = fastest.at(key);
         if (best.second || row.time_us > best.first) {
           ++result.skipped_slower;
           continue;
@@ -962,8 +982,39 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
   // repeats of every row). Each repeat alone is fitted from the joint fit;
   // how far their parameters move is how far a fresh run's would.
   // With only the fastest repeat of each row fitted there are no repeats to
-  // fit alone: a row's points (in place and out of place) can come from
-  // different files.
+  // fit alone (a row's points, in place and out of place, can come from
+  // different files). Each repeat is left out in turn instead: the fastest
+  // of the others, fitted from the joint fit, is what a run without that
+  // repeat would have fitted.
+  if (search.final && options.fastest_repeat) {
+    std::size_t repeats = 0;
+    for (const auto& [key, files] : files_of_row) repeats = std::max(repeats, files.size());
+    if (repeats >= 2) {
+      std::vector<Descent> fits;
+      for (std::size_t rep = 0; rep < repeats; ++rep) {
+        Descent d;
+        SearchPlan plan{false, theta, static_cast<int>(rep)};
+        const CalibrationResult one = calibrate_fixed(inputs, base, options, plan, &d.theta);
+        if (d.theta.size() != theta.size()) continue;  // another parameter set: not comparable
+        result.repeat_median_abs_error.push_back(one.median_abs_error);
+        fits.push_back(std::move(d));
+      }
+      if (fits.size() == repeats) {
+        result.repeats = static_cast<int>(repeats);
+        result.repeats_left_out = true;
+        std::vector<const Descent*> all;
+        all.reserve(fits.size());
+        for (const Descent& d : fits) all.push_back(&d);
+        result.repeat_spread = spread_of(all);
+        const std::string list = disagreements(result.repeat_spread);
+        if (!list.empty())
+          result.warnings.push_back("the " + std::to_string(repeats) +
+                                    " fits that each leave one repeat out disagree by more than " +
+                                    fmt("%g", 100 * kStabilityTolerance) + "% on " + list +
+                                    ": a fresh run would fit elsewhere; more repeats narrow it");
+      }
+    }
+  }
   if (search.final && !options.fastest_repeat) {
     std::map<std::size_t, std::vector<std::string>> files_of;
     for (const Point& pt : points) {
@@ -1415,15 +1466,21 @@ std::string format_calibration(const CalibrationResult& result) {
   }
   if (result.repeats >= 2) {
     out += "# repeats: " + std::to_string(result.repeats) +
-           " (the k-th file that measured a row is repeat k), each fitted alone from the joint "
-           "fit; median |error| on its own rows:";
+           (result.repeats_left_out
+                ? " (the k-th file that measured a row is repeat k), each left out in turn: the "
+                  "fastest of the others fitted from the joint fit; median |error| on its own "
+                  "rows:"
+                : " (the k-th file that measured a row is repeat k), each fitted alone from the "
+                  "joint fit; median |error| on its own rows:");
     for (double e : result.repeat_median_abs_error) {
       std::snprintf(line, sizeof line, " %.3g%%", 100 * e);
       out += line;
     }
     out += "\n";
     std::snprintf(line, sizeof line, "%-56s %14s %s\n", "# determined by the fit", "joint",
-                  "each repeat's fit, spread (highest / lowest - 1)");
+                  result.repeats_left_out
+                      ? "each fit without one repeat, spread (highest / lowest - 1)"
+                      : "each repeat's fit, spread (highest / lowest - 1)");
     out += line;
     for (const ParamSpread& sp : result.repeat_spread) {
       std::string values;

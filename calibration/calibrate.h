@@ -179,8 +179,11 @@ struct CalibrationResult {
   // The repeats (a point measured in several files: the k-th file that
   // measured it is repeat k), each fitted alone from the joint fit: how
   // many (0 = the inputs hold no repeats), what each determined, and each
-  // repeat fit's median |relative error| on its own points.
+  // repeat fit's median |relative error| on its own points. With
+  // CalibrateOptions::fastest_repeat each fit leaves one repeat out instead
+  // (repeats_left_out): the fastest of the others, fitted from the joint fit.
   int repeats = 0;
+  bool repeats_left_out = false;
   std::vector<ParamSpread> repeat_spread;
   std::vector<double> repeat_median_abs_error;
 };

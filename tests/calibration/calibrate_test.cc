@@ -222,6 +222,7 @@ TEST(Calibrate, RepeatsThatDisagreeAreNamedWithTheirSpread) {
 // the median of every row is a slowed time, so fitting every point cannot
 // find the network; fitting the fastest repeat of each row (--repeats
 // fastest) recovers it exactly and counts the slower repeats it left out.
+// Its stability check leaves each repeat out in turn.
 TEST(Calibrate, FastestRepeatFitsTheMachineAtItsBest) {
   const std::unique_ptr<Topology> base =
       parse_topology(ring_text(10, 5, 0.1, 1000, 100), "base.json");
@@ -243,10 +244,27 @@ TEST(Calibrate, FastestRepeatFitsTheMachineAtItsBest) {
   EXPECT_NEAR(fitted(best, ParamKind::latency) / kLat, 1, 1e-3);
   EXPECT_EQ(best.skipped_slower, 2 * rows);
   EXPECT_EQ(best.points.size(), rows);
-  EXPECT_EQ(best.repeats, 0);  // one point per row: no repeats to fit alone
   EXPECT_NE(format_calibration(best).find("# fitted the fastest repeat of each row; left out " +
                                           std::to_string(2 * rows) + " slower repeats"),
             std::string::npos);
+  // Each row is clean in one repeat only: leaving that repeat out leaves the
+  // row slowed, so the three fits without one repeat disagree, and say so.
+  EXPECT_EQ(best.repeats, 3);
+  EXPECT_TRUE(best.repeats_left_out);
+  std::string warning;
+  for (const std::string& w : best.warnings)
+    if (w.find("fits that each leave one repeat out") != std::string::npos) warning = w;
+  EXPECT_NE(warning.find("the 3 fits that each leave one repeat out disagree"), std::string::npos)
+      << warning;
+  EXPECT_NE(format_calibration(best).find("each left out in turn"), std::string::npos);
+  // Three clean repeats: each fit without one finds the same network.
+  const CalibrationResult same =
+      calibrate(repeated(truth_reports(0, NetModel::flow), 3), *base, fastest);
+  EXPECT_EQ(same.repeats, 3);
+  ASSERT_FALSE(same.repeat_spread.empty());
+  for (const ParamSpread& sp : same.repeat_spread) EXPECT_LT(sp.spread, 1e-6) << sp.name;
+  for (const std::string& w : same.warnings)
+    EXPECT_EQ(w.find("leave one repeat out"), std::string::npos) << w;
   // Every point fitted: two of every row's three times are slowed.
   const CalibrationResult all = calibrate(in, *base);
   EXPECT_GT(all.median_abs_error, 0.1);
