@@ -3,9 +3,9 @@
 # docs/REPORTS.md ("End to end") on this host, at full scale:
 #
 #   mpirun -np NP BIND collkit bench --backend mpi --collective C ... --json m-C.json  (x REPEATS)
-#   collkit calibrate m-*.json --topology BASE --huber 0.1 --repeats PICK -o fit.json
+#   collkit calibrate m-*.json --topology BASE --huber 0.1 --repeats fastest -o fit.json  (PICK)
 #   collkit simulate --topology fit.json --collective C ... --segments-as m-C.json --json s-C.json
-#   collkit compare s-C.json m-C.json m-C.2.json ... --repeats PICK --min-bytes 64K --json cmp-C.json
+#   collkit compare s-C.json m-C.json m-C.2.json ... --repeats fastest --min-bytes 64K --json cmp-C.json
 #   collkit report s-*.json m-C.json ... -o report.html
 #
 # Environment (defaults in brackets):
@@ -71,7 +71,7 @@ rm -f "$out"/s-*.json "$out"/cmp-*.json "$out"/fit.json "$out"/report.html
 # Repeat k of collective C is m-C.json (k = 1) or m-C.k.json. The repeats
 # run one after another over all collectives, so a slow spell of the machine
 # lands in one repeat of several collectives rather than in every repeat of
-# one; compare then takes each row's median over the repeats.
+# one; compare then takes each row's fastest (PICK) over the repeats.
 repeats=${REPEATS:-5}
 pick=${PICK:-fastest}
 case "$pick" in
