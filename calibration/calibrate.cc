@@ -958,6 +958,22 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
                 fmt("%.4g", s.highest * s.scale) + " (" + fmt("%.0f", 100 * s.spread) + "%)";
     return list;
   };
+  // The repeats' fits (each repeat alone, or each left out): what they
+  // determined, and a warning naming what moved past the tolerance.
+  const auto record_repeats = [&](const std::vector<Descent>& fits, const std::string& who,
+                                  const std::string& remedy) {
+    result.repeats = static_cast<int>(fits.size());
+    std::vector<const Descent*> all;
+    all.reserve(fits.size());
+    for (const Descent& d : fits) all.push_back(&d);
+    result.repeat_spread = spread_of(all);
+    const std::string list = disagreements(result.repeat_spread);
+    if (!list.empty())
+      result.warnings.push_back("the " + std::to_string(fits.size()) + who +
+                                " disagree by more than " + fmt("%g", 100 * kStabilityTolerance) +
+                                "% on " + list + ": a fresh run would fit elsewhere; " + remedy +
+                                " narrow it");
+  };
   // Starts that ended as low as the best (within kLossTie) but elsewhere:
   // the measurements do not pin what they disagree on.
   {
@@ -1000,18 +1016,8 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
         fits.push_back(std::move(d));
       }
       if (fits.size() == repeats) {
-        result.repeats = static_cast<int>(repeats);
         result.repeats_left_out = true;
-        std::vector<const Descent*> all;
-        all.reserve(fits.size());
-        for (const Descent& d : fits) all.push_back(&d);
-        result.repeat_spread = spread_of(all);
-        const std::string list = disagreements(result.repeat_spread);
-        if (!list.empty())
-          result.warnings.push_back("the " + std::to_string(repeats) +
-                                    " fits that each leave one repeat out disagree by more than " +
-                                    fmt("%g", 100 * kStabilityTolerance) + "% on " + list +
-                                    ": a fresh run would fit elsewhere; more repeats narrow it");
+        record_repeats(fits, " fits that each leave one repeat out", "more repeats");
       }
     }
   }
@@ -1044,19 +1050,7 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
         subset = nullptr;
       }
       track_mattered = true;
-      result.repeats = static_cast<int>(repeats);
-      std::vector<const Descent*> all;
-      all.reserve(fits.size());
-      for (const Descent& d : fits) all.push_back(&d);
-      result.repeat_spread = spread_of(all);
-      const std::string list = disagreements(result.repeat_spread);
-      if (!list.empty())
-        result.warnings.push_back(
-            "the " + std::to_string(repeats) +
-            " repeats, each fitted alone, disagree by more "
-            "than " +
-            fmt("%g", 100 * kStabilityTolerance) + "% on " + list +
-            ": a fresh run would fit elsewhere; more repeats or iterations (-n) narrow it");
+      record_repeats(fits, " repeats, each fitted alone,", "more repeats or iterations (-n)");
     }
   }
   r = raw_residuals(theta);  // leaves `trial` at the fitted values
