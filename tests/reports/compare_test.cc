@@ -45,18 +45,35 @@ Report measured5() {
                  row("ring", 8192, 100), row("ring", 16384, 100)});
 }
 
-// Three repeats of one run, rows in different orders: each row's time is
-// the median of its three times, bandwidths follow the time.
-TEST(MedianOfRepeats, EachRowTakesItsMedianTime) {
+// Three repeats of one run, rows in different orders: ring out of place
+// 10, 40, 20 us (the first at 2.0 / 3.0 GB/s, the third at 1.0 / 1.5), ring
+// in place 30, 20, 60, tree 7, 9, 8.
+std::vector<Report> three_repeats() {
   std::vector<ResultRow> a{row("ring", 1024, 10), row("ring", 1024, 30, true),
                            row("tree", 1024, 7)};
   a[0].algbw_gbps = 2.0;
   a[0].busbw_gbps = 3.0;
-  const Report r1 = report(ReportMode::measure, a);
-  const Report r2 = report(ReportMode::measure, {row("tree", 1024, 9), row("ring", 1024, 40),
-                                                 row("ring", 1024, 20, true)});
-  const Report r3 = report(ReportMode::measure, {row("ring", 1024, 20), row("ring", 1024, 60, true),
-                                                 row("tree", 1024, 8)});
+  std::vector<ResultRow> c{row("ring", 1024, 20), row("ring", 1024, 60, true),
+                           row("tree", 1024, 8)};
+  c[0].algbw_gbps = 1.0;
+  c[0].busbw_gbps = 1.5;
+  return {report(ReportMode::measure, a),
+          report(ReportMode::measure,
+                 {row("tree", 1024, 9), row("ring", 1024, 40), row("ring", 1024, 20, true)}),
+          report(ReportMode::measure, c)};
+}
+
+// Each row's time is the median of its three times, bandwidths follow the
+// time.
+TEST(MedianOfRepeats, EachRowTakesItsMedianTime) {
+  std::vector<Report> reps = three_repeats();
+  // The median is the third repeat's time: without its own figures the
+  // bandwidths can only come from scaling the first repeat's.
+  reps[2].results[0].algbw_gbps = 0;
+  reps[2].results[0].busbw_gbps = 0;
+  const Report& r1 = reps[0];
+  const Report& r2 = reps[1];
+  const Report& r3 = reps[2];
   const Report m = median_of_repeats({r1, r2, r3}, {"a.json", "b.json", "c.json"});
   ASSERT_EQ(m.results.size(), 3u);
   EXPECT_EQ(m.results[0].time_us, 20);  // of 10, 40, 20
@@ -73,18 +90,10 @@ TEST(MedianOfRepeats, EachRowTakesItsMedianTime) {
 // --repeats fastest: the same three repeats, each row the least of its
 // times, bandwidths following it; the flag's words are checked.
 TEST(MedianOfRepeats, FastestTakesEachRowsLeastTime) {
-  std::vector<ResultRow> a{row("ring", 1024, 10), row("ring", 1024, 30, true),
-                           row("tree", 1024, 7)};
-  a[0].algbw_gbps = 2.0;
-  a[0].busbw_gbps = 3.0;
-  const Report r1 = report(ReportMode::measure, a);
-  const Report r2 = report(ReportMode::measure, {row("tree", 1024, 9), row("ring", 1024, 40),
-                                                 row("ring", 1024, 20, true)});
-  std::vector<ResultRow> c{row("ring", 1024, 20), row("ring", 1024, 60, true),
-                           row("tree", 1024, 8)};
-  c[0].algbw_gbps = 1.0;
-  c[0].busbw_gbps = 1.5;
-  const Report r3 = report(ReportMode::measure, c);
+  const std::vector<Report> reps = three_repeats();
+  const Report& r1 = reps[0];
+  const Report& r2 = reps[1];
+  const Report& r3 = reps[2];
   const Report m =
       median_of_repeats({r3, r2, r1}, {"c.json", "b.json", "a.json"}, RepeatStat::fastest);
   ASSERT_EQ(m.results.size(), 3u);
