@@ -257,12 +257,17 @@ CompareResult compare_reports(const Report& predicted, const Report& measured,
                        (min_bytes > 0 ? " at or above --min-bytes" : "") + " (it has " +
                        coverage(measured, min_bytes) + ")");
   }
-  std::map<RowKey, std::size_t, KeyLess> pred_index;
+  // A key can repeat (nccl-tests prints one row per size, and sizes below
+  // one element per rank all print as 0 B): the n-th measured row of a key
+  // stands against the n-th predicted row of it, the last one where the
+  // prediction has fewer.
+  std::map<RowKey, std::vector<std::size_t>, KeyLess> pred_index;
   for (std::size_t i = 0; i < predicted.results.size(); ++i) {
     const ResultRow& r = predicted.results[i];
     if (!predicted_row(r)) continue;
-    pred_index.emplace(match_key(key_of(predicted, r)), i);  // a repeated key keeps its first row
+    pred_index[match_key(key_of(predicted, r))].push_back(i);
   }
+  std::map<RowKey, std::size_t, KeyLess> seen;
   std::vector<bool> used(predicted.results.size(), false);
   CompareResult out;
   out.match = match;
@@ -284,16 +289,22 @@ CompareResult compare_reports(const Report& predicted, const Report& measured,
       out.measured_only.push_back(k);
       continue;
     }
-    used[it->second] = true;
+    const std::vector<std::size_t>& rows_of_key = it->second;
+    const std::size_t p = rows_of_key[std::min(seen[k]++, rows_of_key.size() - 1)];
+    used[p] = true;
     MatchedRow row;
     row.key = k;
     if (!match.empty()) {
       row.key.algorithm = match;
       row.measured_algorithm = m.algorithm;
     }
-    row.predicted_us = predicted.results[it->second].time_us;
+    row.predicted_us = predicted.results[p].time_us;
     row.measured_us = m.time_us;
-    if (m.time_us > 0) row.rel_error = (row.predicted_us - row.measured_us) / row.measured_us;
+    // A prediction of no time (NCCL discards a call of no elements) has no
+    // relative error: the measured time is then only the caller's own loop.
+    if (row.predicted_us == 0 && m.time_us > 0) ++out.predicted_no_time;
+    if (m.time_us > 0 && row.predicted_us > 0)
+      row.rel_error = (row.predicted_us - row.measured_us) / row.measured_us;
     out.rows.push_back(std::move(row));
   }
   for (std::size_t i = 0; i < predicted.results.size(); ++i)
@@ -350,6 +361,10 @@ std::string format_comparison(const CompareResult& result, const std::string& pr
                 result.rows.size(), result.with_error, result.median_abs_error * 100,
                 result.p90_abs_error * 100);
   o += summary;
+  if (result.predicted_no_time > 0)
+    o += "# " + std::to_string(result.predicted_no_time) +
+         " matched row(s) have no error: the prediction takes no time (a call of no "
+         "elements, which NCCL discards), so the measured time is only the caller's loop\n";
   if (!result.bands.empty()) {
     char line[160];
     std::snprintf(line, sizeof line, "# By size (nccl-tests size column): %-16s %6s %9s %9s\n",
@@ -397,6 +412,7 @@ Json comparison_to_json(const CompareResult& result, const std::string& predicte
   Json summary = Json::object();
   summary["matched"] = result.rows.size();
   summary["with_error"] = result.with_error;
+  summary["predicted_no_time"] = result.predicted_no_time;
   summary["median_abs_error"] = result.median_abs_error;
   summary["p90_abs_error"] = result.p90_abs_error;
   Json worst = Json::array();

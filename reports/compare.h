@@ -35,7 +35,7 @@ struct MatchedRow {
   std::string measured_algorithm;
   double predicted_us = 0;
   double measured_us = 0;
-  // (predicted - measured) / measured; empty when the measured time is 0.
+  // (predicted - measured) / measured; empty when either time is 0.
   std::optional<double> rel_error;
 };
 
@@ -75,12 +75,15 @@ struct CompareResult {
   // how many elements were wrong.
   std::vector<std::pair<RowKey, std::int64_t>> failed_check;
   std::size_t with_error = 0;  // rows that have a rel_error
+  // Matched rows predicted at 0 us against a measured time (no rel_error).
+  std::size_t predicted_no_time = 0;
   double median_abs_error = 0;
   double p90_abs_error = 0;
   std::vector<std::size_t> worst;  // indices into rows, largest |error| first, at most 5
 };
 
-// Each measured row is matched with the predicted row of the same key. A
+// Each measured row is matched with the predicted row of the same key (the
+// n-th measured row of a repeated key with the n-th predicted one). A
 // simulated report holds out-of-place rows only (its time does not depend on
 // aliasing), so where the predicted report has no row of the measured row's
 // in_place for that (collective, algorithm, bytes, ...), the other one stands

@@ -127,6 +127,32 @@ TEST_F(NcclTestsCli, ReportDrawsEveryRun) {
             std::string::npos);
 }
 
+// docs/ACCURACY.md's recipe by hand: NCCL's ring on the shipped DGX H100,
+// launched as nccl-tests -g 8, against the measured all_gather. Its eight
+// rows of 0 B (sizes 8..64 B on 8 ranks of float, out of place and in
+// place) are predicted at 0 us (NCCL discards the call): matched one to one
+// and left out of the error.
+TEST_F(NcclTestsCli, RowsOfNoElementsMatchAndStayOutOfTheError) {
+  RunResult r = run("simulate --topology '" + kDgx +
+                    "' --collective all_gather --algorithm nccl:ring -b 8 -e 8G -f 2 "
+                    "--launch group:8 --json " +
+                    path("s.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run("compare " + path("s.json") + " '" + kAllGather +
+          "' --collective all_gather --match nccl:ring --json " + path("c.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("# Summary: 62 matched rows (54 with an error)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("# 8 matched row(s) have no error"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("Unmatched"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("-100.0%"), std::string::npos) << r.out;
+  const Json c = Json::parse(slurp(dir_ / "c.json"));
+  EXPECT_EQ(c["summary"]["predicted_no_time"], 8);
+  EXPECT_EQ(c["bands"][0]["rows"], 26);  // 128 B..512 KiB: 13 sizes x 2
+  EXPECT_EQ(c["bands"][3]["rows"], 54);
+  EXPECT_TRUE(c["predicted_only"].empty());
+}
+
 TEST_F(NcclTestsCli, SimulateWritesNcclTestsJsonPerAlgorithm) {
   const RunResult r = run("simulate --topology '" + kDgx +
                           "' --collective all_reduce --algorithm ring,rabenseifner -b 1K -e 1M "

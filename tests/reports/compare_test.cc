@@ -235,6 +235,50 @@ TEST(Compare, ZeroMeasuredTimeHasNoError) {
   EXPECT_DOUBLE_EQ(r.median_abs_error, 0.5);
 }
 
+// nccl-tests prints every size below one element per rank as a 0 B row
+// (here four, out of place and in place, 0.9 us each: its own loop), and
+// the nccl family predicts such a call at 0 us (NCCL discards it). The n-th
+// measured row of a repeated key meets the n-th predicted one, so no
+// predicted row is left over, and none of them gets an error.
+TEST(Compare, RowsPredictedAtNoTimeHaveNoErrorAndRepeatsPairInOrder) {
+  std::vector<ResultRow> pred, meas;
+  for (int i = 0; i < 4; ++i) pred.push_back(row("nccl", 0, 0));
+  pred.push_back(row("nccl", 128, 30));
+  for (int i = 0; i < 4; ++i) {
+    meas.push_back(row("nccl", 0, 0.9));
+    meas.push_back(row("nccl", 0, 0.8, true));
+  }
+  meas.push_back(row("nccl", 128, 40));
+  meas.push_back(row("nccl", 128, 20, true));
+  const CompareResult r =
+      compare_reports(report(ReportMode::simulate, pred), report(ReportMode::measure, meas));
+  ASSERT_EQ(r.rows.size(), 10u);
+  EXPECT_TRUE(r.predicted_only.empty());
+  EXPECT_TRUE(r.measured_only.empty());
+  EXPECT_EQ(r.predicted_no_time, 8u);
+  EXPECT_EQ(r.with_error, 2u);
+  for (int i = 0; i < 8; ++i) EXPECT_FALSE(r.rows[static_cast<std::size_t>(i)].rel_error);
+  EXPECT_DOUBLE_EQ(*r.rows[8].rel_error, -0.25);  // 30 against 40
+  EXPECT_DOUBLE_EQ(*r.rows[9].rel_error, 0.5);    // 30 against 20
+  EXPECT_DOUBLE_EQ(r.median_abs_error, 0.375);
+  EXPECT_NE(format_comparison(r, "p", "m").find("8 matched row(s) have no error"),
+            std::string::npos);
+  EXPECT_EQ(comparison_to_json(r, "p", "m", 0)["summary"]["predicted_no_time"], 8);
+
+  // Two predicted rows of one key, three measured: first with first, second
+  // with second, and the third with the last (a prediction with fewer rows
+  // lends its last).
+  const Report p2 = report(ReportMode::simulate, {row("ring", 64, 10), row("ring", 64, 20)});
+  const Report m2 =
+      report(ReportMode::measure, {row("ring", 64, 20), row("ring", 64, 10), row("ring", 64, 40)});
+  const CompareResult r2 = compare_reports(p2, m2);
+  ASSERT_EQ(r2.rows.size(), 3u);
+  EXPECT_DOUBLE_EQ(*r2.rows[0].rel_error, -0.5);
+  EXPECT_DOUBLE_EQ(*r2.rows[1].rel_error, 1.0);
+  EXPECT_DOUBLE_EQ(*r2.rows[2].rel_error, -0.5);
+  EXPECT_TRUE(r2.predicted_only.empty());
+}
+
 TEST(Compare, DifferentRankCountsAreRefused) {
   Report m = measured5();
   m.ranks = 8;
