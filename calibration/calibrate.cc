@@ -16,6 +16,7 @@
 
 #include "algorithms/registry.h"
 #include "core/error.h"
+#include "reports/compare.h"
 #include "reports/nccl_tests.h"
 #include "sim/nccl.h"
 #include "sim/sweep.h"
@@ -396,21 +397,12 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
   bool any_copy = false;
   std::optional<NcclContext> nccl_ctx;
   // --repeats fastest: each measured row's least time over the inputs, and
-  // whether a row of that key has been taken (ties keep the first).
-  using RowOf = std::tuple<int, std::string, std::int64_t, int, int, int, bool>;
-  const auto row_of = [](const Report& r, const ResultRow& row) {
-    return RowOf{static_cast<int>(row.collective),
-                 row.algorithm,
-                 row.bytes,
-                 static_cast<int>(row.dtype.value_or(r.dtype)),
-                 static_cast<int>(row.op.value_or(r.op)),
-                 row.root.value_or(r.root),
-                 row.in_place};
-  };
-  std::map<RowOf, std::pair<double, bool>> fastest;
+  // whether a row of that key has been taken (ties keep the first). Rows
+  // are keyed as compare keys them (row_key).
+  std::map<RowKey, std::pair<double, bool>> fastest;
   // The files that measured each row, in input order: the k-th is repeat k.
-  std::map<RowOf, std::vector<const CalibrationInput*>> files_of_row;
-  const auto left_out = [&](const CalibrationInput& in, const RowOf& key) {
+  std::map<RowKey, std::vector<const CalibrationInput*>> files_of_row;
+  const auto left_out = [&](const CalibrationInput& in, const RowKey& key) {
     if (search.leave_out < 0) return false;
     const std::vector<const CalibrationInput*>& f = files_of_row.at(key);
     return f.size() >= 2 && static_cast<std::size_t>(search.leave_out) < f.size() &&
@@ -419,12 +411,12 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
   if (options.fastest_repeat) {
     for (const CalibrationInput& in : inputs)
       for (const ResultRow& row : in.report.results) {
-        std::vector<const CalibrationInput*>& f = files_of_row[row_of(in.report, row)];
+        std::vector<const CalibrationInput*>& f = files_of_row[row_key(in.report, row)];
         if (f.empty() || f.back() != &in) f.push_back(&in);
       }
     for (const CalibrationInput& in : inputs)
       for (const ResultRow& row : in.report.results) {
-        const RowOf key = row_of(in.report, row);
+        const RowKey key = row_key(in.report, row);
         if (!(row.time_us > 0) || row.wrong > 0 || left_out(in, key)) continue;
         const auto [it, fresh] = fastest.try_emplace(key, row.time_us, false);
         if (!fresh) it->second.first = std::min(it->second.first, row.time_us);
@@ -482,7 +474,7 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
                         fmt("%g", row.time_us));
       if (row.count < 0) throw FileError(at("count") + ": must be >= 0");
       if (options.fastest_repeat) {
-        const RowOf key = row_of(r, row);
+        const RowKey key = row_key(r, row);
         if (left_out(in, key)) continue;
         std::pair<double, bool>& best = fastest.at(key);
         if (best.second || row.time_us > best.first) {

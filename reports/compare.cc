@@ -29,14 +29,6 @@ namespace {
 
 RowKey key_of(const Report& rep, const ResultRow& r) { return row_key(rep, r); }
 
-auto tie(const RowKey& k) {
-  return std::tie(k.collective, k.algorithm, k.bytes, k.in_place, k.dtype, k.op, k.root);
-}
-
-struct KeyLess {
-  bool operator()(const RowKey& a, const RowKey& b) const { return tie(a) < tie(b); }
-};
-
 // "all_reduce [ring, tree] float, 8 B..1 GiB": what a report covers, for
 // the error that explains why nothing matched.
 std::string coverage(const Report& rep, std::int64_t min_bytes) {
@@ -163,7 +155,7 @@ Report median_of_repeats(const std::vector<Report>& repeats, const std::vector<s
   };
   // Per key, per occurrence in a run (nccl-tests prints several rows of 0
   // bytes), the time of every repeat.
-  std::map<RowKey, std::vector<std::vector<double>>, KeyLess> times;
+  std::map<RowKey, std::vector<std::vector<double>>> times;
   for (const ResultRow& r : out.results) times[key_of(out, r)].emplace_back();
   for (std::size_t i = 0; i < repeats.size(); ++i) {
     const Report& rep = repeats[i];
@@ -174,7 +166,7 @@ Report median_of_repeats(const std::vector<Report>& repeats, const std::vector<s
       throw FileError(names[i] + ": results: " + std::to_string(rep.results.size()) +
                       " rows, but " + names[0] + " has " + std::to_string(out.results.size()) +
                       ": repeats must be of one run");
-    std::map<RowKey, std::size_t, KeyLess> seen;
+    std::map<RowKey, std::size_t> seen;
     for (const ResultRow& r : rep.results) {
       const RowKey k = key_of(rep, r);
       auto it = times.find(k);
@@ -188,7 +180,7 @@ Report median_of_repeats(const std::vector<Report>& repeats, const std::vector<s
       it->second[occurrence].push_back(r.time_us);
     }
   }
-  std::map<RowKey, std::size_t, KeyLess> seen;
+  std::map<RowKey, std::size_t> seen;
   for (ResultRow& r : out.results) {
     const RowKey k = key_of(out, r);
     const std::vector<double>& t = times[k][seen[k]++];
@@ -261,13 +253,13 @@ CompareResult compare_reports(const Report& predicted, const Report& measured,
   // one element per rank all print as 0 B): the n-th measured row of a key
   // stands against the n-th predicted row of it, the last one where the
   // prediction has fewer.
-  std::map<RowKey, std::vector<std::size_t>, KeyLess> pred_index;
+  std::map<RowKey, std::vector<std::size_t>> pred_index;
   for (std::size_t i = 0; i < predicted.results.size(); ++i) {
     const ResultRow& r = predicted.results[i];
     if (!predicted_row(r)) continue;
     pred_index[match_key(key_of(predicted, r))].push_back(i);
   }
-  std::map<RowKey, std::size_t, KeyLess> seen;
+  std::map<RowKey, std::size_t> seen;
   std::vector<bool> used(predicted.results.size(), false);
   CompareResult out;
   out.match = match;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "reports/report.h"
@@ -24,6 +25,10 @@ struct RowKey {
   std::string op;
   int root = -1;
   bool operator==(const RowKey&) const = default;
+  bool operator<(const RowKey& o) const {
+    return std::tie(collective, algorithm, bytes, in_place, dtype, op, root) <
+           std::tie(o.collective, o.algorithm, o.bytes, o.in_place, o.dtype, o.op, o.root);
+  }
 };
 
 // The key of a report's row (dtype/op/root effective, as printed).

@@ -12,14 +12,6 @@
 namespace collkit {
 namespace {
 
-auto tie(const RowKey& k) {
-  return std::tie(k.collective, k.algorithm, k.bytes, k.in_place, k.dtype, k.op, k.root);
-}
-
-struct KeyLess {
-  bool operator()(const RowKey& a, const RowKey& b) const { return tie(a) < tie(b); }
-};
-
 std::string describe(const RowKey& k) {
   return std::string(to_string(k.collective)) + " " + k.algorithm + " " + std::to_string(k.bytes) +
          " B " + (k.in_place ? "in-place" : "out-of-place") + " " + k.dtype + " " + k.op +
@@ -102,7 +94,7 @@ Report combine_runs(const std::vector<InputRun>& runs) {
     const Report& r = runs[i].report;
     Signature sig{r.ranks, {}};
     for (const ResultRow& row : r.results) sig.second.push_back(row_key(r, row));
-    std::sort(sig.second.begin(), sig.second.end(), KeyLess());
+    std::sort(sig.second.begin(), sig.second.end());
     std::size_t g = 0;
     while (
         g < signatures.size() &&
@@ -117,7 +109,7 @@ Report combine_runs(const std::vector<InputRun>& runs) {
     groups[g].push_back(i);
   }
   Report out;
-  std::map<RowKey, std::string, KeyLess> owner;  // row -> the run it came from
+  std::map<RowKey, std::string> owner;  // row -> the run it came from
   Json names = Json::array();
   for (std::size_t g = 0; g < groups.size(); ++g) {
     std::vector<Report> repeats;
