@@ -8,56 +8,12 @@
 
 #include "algorithms/registry.h"
 #include "core/error.h"
+#include "planner/group_topology.h"
 #include "sim/nccl.h"
 #include "sim/sweep.h"
 
 namespace collkit {
 namespace {
-
-// A collective over a subgroup runs on the group's own topology ranks, so its
-// traffic takes the links it would really take (NVSwitch inside a node, one
-// NIC rail across nodes). Group rank i is topology rank first + i x stride.
-class GroupTopology : public Topology {
- public:
-  GroupTopology(const Topology& base, int first, int stride, int size)
-      : base_(base), first_(first), stride_(stride), size_(size) {
-    // The members' nodes, so that defaults that follow nodes (hierarchical's
-    // group) see the group's own node structure.
-    if (base.has_nodes()) {
-      rank_node.resize(static_cast<std::size_t>(size));
-      for (int r = 0; r < size; ++r) rank_node[static_cast<std::size_t>(r)] = base.node_of(map(r));
-    }
-    // The machine's protocols: on a GPU network the classic algorithms move
-    // their data as NCCL's kernels would (the topology's default protocol,
-    // with its base latency and wire efficiency), so a group's collective
-    // costs what `collkit simulate` gives on the same ranks.
-    for (int i = 0; i < 3; ++i) protocols[i] = base.protocols[i];
-    default_protocol = base.default_protocol;
-    name = base.name;
-    // NCCL's graph as the file declares it (its INFO log) holds for the
-    // whole machine; on a subset of its ranks NCCL searches anew, and so
-    // does nccl_context.
-    if (first == 0 && stride == 1 && size == base.num_ranks()) nccl = base.nccl;
-  }
-  int num_ranks() const override { return size_; }
-  std::int64_t num_links() const override { return base_.num_links(); }
-  EndpointProps endpoint(int rank) const override { return base_.endpoint(map(rank)); }
-  LinkProps link(LinkId id) const override { return base_.link(id); }
-  std::string link_name(LinkId id) const override { return base_.link_name(id); }
-  void route(int src, int dst, std::vector<LinkId>& out) const override {
-    base_.route(map(src), map(dst), out);
-  }
-  int num_link_classes() const override { return base_.num_link_classes(); }
-  int link_class(LinkId id) const override { return base_.link_class(id); }
-  int in_network_side(LinkId id, double& bandwidth) const override {
-    return base_.in_network_side(id, bandwidth);
-  }
-
- private:
-  int map(int rank) const { return first_ + rank * stride_; }
-  const Topology& base_;
-  int first_, stride_, size_;
-};
 
 // Simulated time of the fastest registered algorithm, or with `nccl` of
 // NCCL's own choice, cached by (collective, bytes, group), so a plan that

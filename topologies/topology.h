@@ -98,7 +98,35 @@ struct NcclGraphInfo {
   bool sm80 = false;         // "gpu": "A100": NCCL's A100 (sm80) model constants; else H100 (sm90)
 };
 
-class Topology {
+// What a topology carries besides its network: node structure, protocol
+// figures, NCCL's graph and where it came from. One struct, so a topology
+// that wraps another (TopologyView) carries all of it by one copy, and a
+// field added here reaches every wrapper without touching it.
+struct TopologyMetadata {
+  // Node structure: every `devices_per_node` consecutive ranks form a node,
+  // or, when given, the node of each endpoint.
+  int devices_per_node = 0;
+  std::vector<int> rank_node;
+  // Protocol figures (index protocol_index(p)) and NCCL's graph.
+  ProtocolProps protocols[3];
+  // The protocol of schedules that name none (the classic algorithms on a
+  // GPU network move their data as NCCL's kernels would); none = plain.
+  Protocol default_protocol = Protocol::none;
+  const ProtocolProps& protocol(Protocol p) const {
+    static const ProtocolProps kNone;
+    const int i = protocol_index(p);
+    return i >= 0 ? protocols[i] : kNone;
+  }
+  NcclGraphInfo nccl;
+
+  // Metadata from the file.
+  std::string name;
+  std::string description;
+  std::string file;    // path as given ("" for generated in memory)
+  std::string sha256;  // of the file's bytes ("" for generated in memory)
+};
+
+class Topology : public TopologyMetadata {
  public:
   virtual ~Topology() = default;
 
@@ -158,28 +186,6 @@ class Topology {
   virtual int num_endpoints() const { return num_ranks(); }
   // Every node: endpoints plus switches (and NICs) that only forward.
   virtual std::int64_t num_nodes() const { return num_endpoints(); }
-
-  // Node structure: every `devices_per_node` consecutive ranks form a node,
-  // or, when given, the node of each endpoint.
-  int devices_per_node = 0;
-  std::vector<int> rank_node;
-  // Protocol figures (index protocol_index(p)) and NCCL's graph.
-  ProtocolProps protocols[3];
-  // The protocol of schedules that name none (the classic algorithms on a
-  // GPU network move their data as NCCL's kernels would); none = plain.
-  Protocol default_protocol = Protocol::none;
-  const ProtocolProps& protocol(Protocol p) const {
-    static const ProtocolProps kNone;
-    const int i = protocol_index(p);
-    return i >= 0 ? protocols[i] : kNone;
-  }
-  NcclGraphInfo nccl;
-
-  // Metadata from the file.
-  std::string name;
-  std::string description;
-  std::string file;    // path as given ("" for generated in memory)
-  std::string sha256;  // of the file's bytes ("" for generated in memory)
 };
 
 // Loads a topology file. `spec` is a path to a JSON topology file, or
