@@ -63,4 +63,17 @@ SizeMapping map_size(Collective c, std::int64_t user_bytes, int elem_size, int p
   return {};
 }
 
+bool per_rank_count(Collective c) {
+  switch (c) {
+    case Collective::all_gather:
+    case Collective::reduce_scatter:
+    case Collective::all_to_all:
+    case Collective::scatter:
+    case Collective::gather:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace collkit

@@ -34,6 +34,11 @@ struct SizeMapping {
   std::int64_t spec_count = 0;
 };
 
+// Whether nccl-tests' "count" column (and a report row's count) is per rank:
+// all_gather, reduce_scatter, all_to_all, scatter and gather; the schedule's
+// count is then p times it.
+bool per_rank_count(Collective c);
+
 // count = user_bytes / elem_size; for all_gather, reduce_scatter, all_to_all,
 // scatter and gather the per-rank count is count / p rounded down to a
 // multiple of 16 bytes. Barrier maps every size to 0. Throws UsageError for

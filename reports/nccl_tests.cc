@@ -123,19 +123,6 @@ std::optional<Printed> to_printed(std::string_view s) {
   return Printed{*v, 0.5 * std::pow(10.0, exponent - decimals)};
 }
 
-bool per_rank_count(Collective c) {
-  switch (c) {
-    case Collective::all_gather:
-    case Collective::reduce_scatter:
-    case Collective::all_to_all:
-    case Collective::scatter:
-    case Collective::gather:
-      return true;
-    default:
-      return false;
-  }
-}
-
 std::string factor_text(Collective c) {
   switch (c) {
     case Collective::all_reduce:

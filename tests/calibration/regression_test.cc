@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "calibration/calibrate.h"
+#include "reports/compare.h"
 #include "reports/inputs.h"
 
 namespace collkit {
@@ -53,14 +54,6 @@ constexpr double kRecordedP90 = 0.3546;
 // What the repeats' fits moved by more than kStabilityTolerance (README.md).
 const std::map<std::string, double> kRecordedSpreadsOver = {{"endpoint reduce_gbps", 0.113},
                                                             {"endpoint copy_gbps", 0.141}};
-
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<std::size_t>(pos);
-  const std::size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
-}
 
 TEST(CalibrationRegression, CommittedRunRefitsWhereItWas) {
   const std::string fit_path = kData + "/fit.json";

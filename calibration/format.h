@@ -1,0 +1,30 @@
+// How calibration shows what it fitted: the kinds of parameter and their
+// printed units, the text `collkit calibrate` prints (format_calibration)
+// and the fitted topology file in the base's form (fitted_topology_text),
+// both declared in calibration/calibrate.h.
+#pragma once
+
+#include <string>
+
+#include "calibration/calibrate.h"
+
+namespace collkit {
+
+// printf of one number.
+std::string fmt(const char* format, double v);
+
+// Latencies and the overhead are times; link, reduction and copy
+// bandwidths rates; the cache and written-data factors and core counts are
+// printed as they are (unitless).
+bool is_time(ParamKind kind);
+bool is_rate(ParamKind kind);
+bool unitless(ParamKind kind);
+
+// SI value x display_scale = the printed unit: us for times, GB/s for
+// rates, 1 for the unitless.
+double display_scale(ParamKind kind);
+
+// The parameter's physical range as printed, e.g. "0..100000 us".
+std::string range_text(const FittedParam& param);
+
+}  // namespace collkit

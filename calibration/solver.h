@@ -1,0 +1,87 @@
+// A generic least-squares solver: Levenberg-Marquardt over a residual
+// function inside a box, with central-difference derivatives, parameters no
+// residual depends on held still, and descents from several starts. It knows
+// nothing of networks: calibration (calibration/fit_problem.h) hands it the
+// simulator's relative errors as a function of log-space parameters, and the
+// tests hand it Rosenbrock's valley. docs/REPORTS.md, "Calibration".
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+namespace collkit {
+
+using LmVector = std::vector<double>;
+
+// The function to minimise, sum of r_i(theta)^2, and the box theta stays in
+// (lower[k] <= theta[k] <= upper[k]; every step is clipped to it).
+struct LmProblem {
+  std::function<LmVector(const LmVector&)> residuals;
+  LmVector lower, upper;
+};
+
+struct LmOptions {
+  int max_iterations = 100;
+  // Central differences: (r(theta + h e_k) - r(theta - h e_k)) / 2h.
+  double step = 1e-5;
+  // No parameter moves by more than this in one step.
+  double max_move = 5.0;
+};
+
+double sum_of_squares(const LmVector& r);
+
+// Column k holds d r_i / d theta_k. A column below 1e-12 everywhere is a
+// parameter no residual depends on (`unused`): a descent holds it still.
+struct Jacobian {
+  std::vector<LmVector> columns;
+  std::vector<bool> unused;
+};
+Jacobian jacobian(const LmProblem& problem, const LmVector& at, double step);
+
+// One descent to the nearest minimum.
+struct Descent {
+  LmVector theta, r;
+  double cost = 0;
+  int iterations = 0;
+  // The parameters some residual depended on at some point of the descent
+  // (the Jacobians it computed).
+  std::vector<bool> mattered;
+};
+
+// Levenberg-Marquardt from `from`: Marquardt's scaling of the damping plus a
+// small floor, so parameters the residuals cannot tell apart stay put
+// instead of making the system singular; a step that does not lower the
+// loss raises the damping tenfold (at most 30 times per iteration), one
+// that does lowers it; stops after max_iterations, when no step lowers the
+// loss, at a loss of 1e-26, or when a step gains less than 1e-15 of it.
+Descent descend(const LmProblem& problem, const LmVector& from, const LmOptions& options);
+
+// A descent from each start; `best` is the lowest loss, the first on ties,
+// so more starts never give a worse fit.
+struct MultiStart {
+  std::vector<Descent> ends;
+  std::size_t best = 0;
+};
+MultiStart descend_from_each(const LmProblem& problem, const std::vector<LmVector>& starts,
+                             const LmOptions& options);
+
+// Element s (s >= 1) of the van der Corput sequence in base `prime`: points
+// in (0, 1) that fill it evenly, the same every run. One prime per
+// parameter (kHaltonPrimes[k % 16]) makes start s a point of a Halton
+// sequence.
+double halton(int s, int prime);
+inline constexpr int kHaltonPrimes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53};
+
+// Parameters whose columns are proportional (|cos| >= 1 - tolerance) move
+// every residual alike: only their combination is determined. Returns, for
+// each parameter, its group's representative (the same for every member;
+// itself when alone); unused parameters stay alone. Proportionality is transitive, so the
+// pairs form groups.
+std::vector<std::size_t> proportional_groups(const Jacobian& jac, double tolerance = 1e-7);
+
+// Solves the symmetric positive definite system a x = b in place
+// (Cholesky); false when `a` is not positive definite.
+bool solve_spd(std::vector<LmVector> a, LmVector& b);
+
+}  // namespace collkit
