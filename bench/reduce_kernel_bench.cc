@@ -1,5 +1,5 @@
 // The device reduction kernel against cudaMemcpy device-to-device on the
-// same bytes (issue 5, item 6; docs/RESULTS.md "GPU" has the targets):
+// same bytes (issue 5, item 6; docs/results/gpu.md has the targets):
 //   reduce: dst = dst + src  reads 2 x bytes, writes 1 x bytes
 //   copy:   dst = src        reads 1 x bytes, writes 1 x bytes
 // `bytes_per_second` counts bytes read plus bytes written, so the two are

@@ -14,6 +14,7 @@
 #include "core/nccl_sizes.h"
 #include "reports/compare.h"
 #include "reports/nccl_tests.h"
+#include "reports/report_extra.h"
 #include "sim/nccl.h"
 #include "sim/sweep.h"
 
@@ -194,11 +195,9 @@ ScheduleSpec row_spec(const Report& r, const ResultRow& row, const std::string& 
   spec.count = row.collective == Collective::barrier ? 0
                : per_rank_count(row.collective)      ? row.count * p
                                                      : row.count;
-  if (r.extra.contains("segment_bytes") && r.extra["segment_bytes"].is_number_integer())
-    spec.segment =
-        std::max<std::int64_t>(1, r.extra["segment_bytes"].get<std::int64_t>() / spec.elem_size);
-  if (r.extra.contains("group_size") && r.extra["group_size"].is_number_integer())
-    spec.group_size = r.extra["group_size"].get<int>();
+  if (const std::optional<std::int64_t> segment = extra_segment_bytes(r))
+    spec.segment = std::max<std::int64_t>(1, *segment / spec.elem_size);
+  if (const std::optional<int> group = extra_group_size(r)) spec.group_size = *group;
   spec.model = model;
   return spec;
 }
@@ -305,15 +304,9 @@ int host_cores_bound(const std::vector<CalibrationInput>& inputs, const Calibrat
     return options.host_cores_limit;
   }
   int fewest = 0;
-  for (const CalibrationInput& in : inputs) {
-    const Json& extra = in.report.extra;
-    if (!extra.is_object() || !extra.contains("devices") || !extra["devices"].is_array()) continue;
-    for (const Json& d : extra["devices"])
-      if (d.is_object() && d.contains("host_cpus") && d["host_cpus"].is_number_integer() &&
-          d["host_cpus"].get<int>() > 0)
-        fewest =
-            fewest == 0 ? d["host_cpus"].get<int>() : std::min(fewest, d["host_cpus"].get<int>());
-  }
+  for (const CalibrationInput& in : inputs)
+    if (const std::optional<int> cpus = extra_fewest_host_cpus(in.report))
+      fewest = fewest == 0 ? *cpus : std::min(fewest, *cpus);
   if (fewest > 0) {
     source = "the measured hosts' online CPUs (devices[].host_cpus)";
     return fewest;

@@ -18,6 +18,7 @@
 #include "reports/inputs.h"
 #include "reports/nccl_tests.h"
 #include "reports/report.h"
+#include "reports/report_extra.h"
 #include "reports/sweep_report.h"
 #include "reports/table.h"
 #include "sim/engine.h"
@@ -192,12 +193,8 @@ void run_simulate(const SimulateArgs& a) {
         throw FileError(a.segments_as +
                         ": segment_model: missing (the report predates it, or was not "
                         "written by collkit bench/simulate)");
-      if (sweep.segment_bytes == 0 && run.extra.contains("segment_bytes") &&
-          run.extra["segment_bytes"].is_number_integer())
-        sweep.segment_bytes = run.extra["segment_bytes"].get<std::int64_t>();
-      if (sweep.group_size == 0 && run.extra.contains("group_size") &&
-          run.extra["group_size"].is_number_integer())
-        sweep.group_size = run.extra["group_size"].get<int>();
+      if (sweep.segment_bytes == 0) sweep.segment_bytes = extra_segment_bytes(run).value_or(0);
+      if (sweep.group_size == 0) sweep.group_size = extra_group_size(run).value_or(0);
     }
   }
 

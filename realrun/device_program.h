@@ -115,7 +115,7 @@ struct DeviceProgram {
   std::string unsupported;
 
   // Counts, and the bytes the data operations read and write (the memory
-  // traffic when every rank's memory is one GPU's: docs/RESULTS.md).
+  // traffic when every rank's memory is one GPU's: docs/results/gpu-interpreter.md).
   std::int64_t waits = 0, signals = 0, barriers = 0;
   std::int64_t copies = 0, reduces = 0, pulls = 0;  // pulls: data ops reading another rank
   std::int64_t ll_messages = 0;                     // LL messages: ll_send operations + forwards
@@ -146,24 +146,27 @@ DeviceProgram compile_device_program(std::span<const CompiledPlan* const> plans,
 inline constexpr std::int64_t kLaneBytes = std::int64_t{32} << 10;
 // An LL message's lines take more instructions per byte: one lane per
 // kLlLaneBytes of the largest one (ring at 1 MiB, P = 8, every message LL,
-// on an H100: 4 / 8 / 16 lanes 97 / 65 / 59 us, docs/RESULTS.md).
+// on an H100: 4 / 8 / 16 lanes 97 / 65 / 59 us;
+// docs/results/gpu-interpreter.md, "LL messages").
 inline constexpr std::int64_t kLlLaneBytes = std::int64_t{8} << 10;
 
 // The largest message the CUDA interpreter sends as LL by default, and the
 // largest collective (bytes per rank, the bench's size) that uses LL at all
 // (COLLKIT_INTERPRETER_LL_BYTES and COLLKIT_INTERPRETER_LL_SIZE override
 // them). Measured on an H100, P = 8, every all_reduce algorithm, 4 KiB to
-// 64 MiB, limits 0 / 64 KiB / 256 KiB / all side by side (docs/RESULTS.md):
-// 256 KiB came within 1% of the best limit per row on geometric mean, and
-// LL lost at every size from 4 MiB.
+// 64 MiB, limits 0 / 64 KiB / 256 KiB / all side by side
+// (docs/results/gpu-interpreter.md, "LL messages"): 256 KiB came within 1%
+// of the best limit per row on geometric mean, and LL lost at every size
+// from 4 MiB.
 inline constexpr std::int64_t kInterpreterLlBytes = std::int64_t{256} << 10;
 inline constexpr std::int64_t kInterpreterLlSize = std::int64_t{1} << 20;
 // Sizes above which the LL messages go as LL128 lines by default
 // (COLLKIT_INTERPRETER_LL128_ABOVE overrides it). Measured on an H100, P =
-// 8, all_reduce, LL against LL128 side by side (docs/RESULTS.md, "LL128"):
-// LL128 was 2-16% slower up to 256 KiB on every algorithm, and at 1 MiB 3%
-// faster on geometric mean, ring 17% (41 against 49 us: it moves 128 bytes
-// per 120 of data, LL 16 per 8).
+// 8, all_reduce, LL against LL128 side by side
+// (docs/results/gpu-interpreter.md, "LL128"): LL128 was 2-16% slower up
+// to 256 KiB on every algorithm, and at 1 MiB 3% faster on geometric mean,
+// ring 17% (41 against 49 us: it moves 128 bytes per 120 of data, LL 16
+// per 8).
 inline constexpr std::int64_t kInterpreterLl128Above = std::int64_t{512} << 10;
 
 // Which messages of a collective of `size` bytes per rank (the bench's

@@ -378,15 +378,19 @@ Watchdog::~Watchdog() {
   thread_.join();
 }
 
-void Watchdog::arm(const std::string* what) {
+void Watchdog::arm(const std::string& what) {
   if (timeout_s_ <= 0) return;
-  armed_at_ns_.store(now_ns(), std::memory_order_relaxed);
-  what_.store(what, std::memory_order_release);
+  const std::int64_t now = now_ns();
+  std::lock_guard<std::mutex> lock(mutex_);
+  what_ = what;  // a copy: reuses what_'s storage, so no allocation per run
+  armed_at_ns_ = now;
+  armed_ = true;
 }
 
 void Watchdog::disarm() {
   if (timeout_s_ <= 0) return;
-  what_.store(nullptr, std::memory_order_release);
+  std::lock_guard<std::mutex> lock(mutex_);
+  armed_ = false;
 }
 
 void Watchdog::loop() {
@@ -396,14 +400,12 @@ void Watchdog::loop() {
       std::clamp<std::int64_t>(static_cast<std::int64_t>(timeout_s_ * 20), 10, 500));
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_cv_.wait_for(lock, period, [this] { return stop_; })) {
-    const std::string* what = what_.load(std::memory_order_acquire);
-    if (!what) continue;
-    if (now_ns() - armed_at_ns_.load(std::memory_order_relaxed) < limit_ns) continue;
-    // Re-read: the run may have completed (and disarmed) meanwhile.
-    if (what_.load(std::memory_order_acquire) != what) continue;
+    if (!armed_ || now_ns() - armed_at_ns_ < limit_ns) continue;
+    // Still under mutex_: the run can neither disarm nor re-arm until the
+    // process has ended, and what_ is the watchdog's own copy.
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%g", timeout_s_);
-    on_timeout_("timeout: " + *what + " did not complete within " + seconds + " s (-T " + seconds +
+    on_timeout_("timeout: " + what_ + " did not complete within " + seconds + " s (-T " + seconds +
                 ")");
     std::_Exit(1);  // on_timeout must not return; never let a hung run continue
   }

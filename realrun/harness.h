@@ -5,7 +5,6 @@
 // its ranks, how to prepare and time one measurement, and how to check it.
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -143,18 +142,23 @@ class Watchdog {
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
   double timeout_s() const { return timeout_s_; }
-  // `what` names the collective, algorithm, size and rank; it must outlive
-  // the armed region.
-  void arm(const std::string* what);
+  // `what` names the collective, algorithm, size and rank. The watchdog
+  // keeps its own copy, so the caller's string may go away at any time
+  // (the watchdog's thread prints the copy).
+  void arm(const std::string& what);
   void disarm();
 
  private:
   void loop();
   double timeout_s_;
   std::function<void(const std::string&)> on_timeout_;
-  std::atomic<const std::string*> what_{nullptr};
-  std::atomic<std::int64_t> armed_at_ns_{0};
+  // Guarded by mutex_: what is armed, since when, and whether to stop. The
+  // thread reads them and prints under the mutex, so a run that completes
+  // meanwhile cannot change or free what it prints.
   std::mutex mutex_;
+  std::string what_;
+  bool armed_ = false;
+  std::int64_t armed_at_ns_ = 0;
   std::condition_variable stop_cv_;
   bool stop_ = false;
   std::thread thread_;
@@ -163,7 +167,7 @@ class Watchdog {
 // RAII arming of a Watchdog.
 class Armed {
  public:
-  Armed(Watchdog& w, const std::string& what) : w_(w) { w_.arm(&what); }
+  Armed(Watchdog& w, const std::string& what) : w_(w) { w_.arm(what); }
   ~Armed() { w_.disarm(); }
   Armed(const Armed&) = delete;
   Armed& operator=(const Armed&) = delete;

@@ -226,7 +226,7 @@ CompiledPlan compile_plan(const Schedule& schedule, int rank, DataType type, Red
   // send of it reads the input instead. Out of place over shared memory this
   // matters: the peer reads a message by a single copy from our buffer, and a
   // region we rewrite every iteration bounces its cache lines between the
-  // cores (measured 2.2x slower for a 2 MiB all_gather block, docs/RESULTS.md).
+  // cores (measured 2.2x slower for a 2 MiB all_gather block, docs/results/mpi.md).
   struct Alias {
     Region out;
     std::int64_t in_offset;

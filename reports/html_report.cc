@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "reports/report_extra.h"
 #include "reports/table.h"
 
 namespace collkit {
@@ -583,15 +584,13 @@ std::string render_html_report(const std::vector<NamedReport>& inputs) {
     if (r.topology) desc += ", topology " + r.topology->name;
     if (!r.collkit_version.empty()) {
       desc += ", collkit " + r.collkit_version;
-    } else if (r.extra.is_object() && r.extra.contains("source_format") &&
-               r.extra["source_format"].is_string()) {
+    } else if (const std::optional<std::string> format = extra_string(r, "source_format")) {
       // Another tool's file (nccl-tests): say which, and its versions.
-      desc += ", " + r.extra["source_format"].get<std::string>();
+      desc += ", " + *format;
       for (const auto& [key, label] :
            {std::pair<const char*, const char*>{"nccl_tests_version", " version "},
             {"nccl_version", ", NCCL "}})
-        if (r.extra.contains(key) && r.extra[key].is_string())
-          desc += label + r.extra[key].get<std::string>();
+        if (const std::optional<std::string> v = extra_string(r, key)) desc += label + *v;
     }
     std::int64_t failed = 0;
     for (const ResultRow& row : r.results) failed += row.wrong > 0 ? 1 : 0;

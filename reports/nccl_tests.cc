@@ -13,6 +13,7 @@
 #include "core/dtypes.h"
 #include "core/error.h"
 #include "core/nccl_sizes.h"
+#include "reports/report_extra.h"
 
 namespace collkit {
 namespace {
@@ -1513,9 +1514,7 @@ std::int64_t nccl_version_code(const Json& v) {
 }
 
 std::int64_t extra_int(const Report& r, const char* key, std::int64_t fallback) {
-  if (r.extra.is_object() && r.extra.contains(key) && r.extra[key].is_number_integer())
-    return r.extra[key].get<std::int64_t>();
-  return fallback;
+  return extra_integer(r, key).value_or(fallback);
 }
 
 Json group_json(const ResultRow& r) {
@@ -1619,19 +1618,17 @@ Json nccl_tests_json(const Report& report, Collective collective, const std::str
   }
   j["args"] = std::move(args);
   j["env"] = Json::array();
-  j["nccl_version"] = report.extra.is_object() && report.extra.contains("nccl_version")
-                          ? nccl_version_code(report.extra["nccl_version"])
-                          : 0;
+  // "2.21.5" as collkit writes it, or already nccl-tests' integer code.
+  const std::optional<std::string> nccl_version = extra_string(report, "nccl_version");
+  j["nccl_version"] = nccl_version ? nccl_version_code(Json(*nccl_version))
+                                   : extra_integer(report, "nccl_version").value_or(0);
 
   Json config = Json::object();
   const std::int64_t step_factor =
       info.step_factor >= 0 ? info.step_factor : extra_int(report, "step_factor", 1);
   Json devices = Json::array();
-  const Json* known = report.extra.is_object() && report.extra.contains("devices") &&
-                              report.extra["devices"].is_array() &&
-                              static_cast<int>(report.extra["devices"].size()) == report.ranks
-                          ? &report.extra["devices"]
-                          : nullptr;
+  const Json* known = extra_devices(report);
+  if (known && static_cast<int>(known->size()) != report.ranks) known = nullptr;
   if (known) {
     for (const Json& d : *known) {
       Json e = Json::object();

@@ -18,7 +18,7 @@
 #     ones: each is a fresh draw of the machine's state for PICK fastest),
 #   PICK [fastest]: which repeat of a row calibrate fits and compare
 #     compares: fastest (the least time of each row: the machine at its best,
-#     where what varies between repeats only slows a run down; docs/RESULTS.md,
+#     where what varies between repeats only slows a run down; docs/results/calibration.md,
 #     issue 22: on the development VM a row's time is bimodal, up to 4x apart)
 #     or median (calibrate fits every repeat, compare takes each row's median),
 #   COMPARE_MIN [64K], HUBER [0.1] (calibrate --huber), FIT_ITERATIONS [100]
@@ -27,7 +27,7 @@
 #   BIND [--bind-to core:overload-allowed --map-by core]: where mpirun puts
 #     the ranks. Pinned round-robin (rank r on core r mod cores), every run
 #     places them alike; with `--bind-to none` the kernel's placement
-#     changes between runs and so do the times (docs/RESULTS.md: one rank
+#     changes between runs and so do the times (docs/results/calibration.md: one rank
 #     pair sharing a core or not moved broadcast rows 1.5-3x between repeats).
 #   MEASURE [1]: 0 keeps the m-*.json already in OUT and only re-fits,
 #     re-simulates and re-compares (to try another base or FIT_MIN).
@@ -36,7 +36,7 @@
 #     (process_vm_readv), written just before and clean, and logs the ratio
 #     of the two rates to OUT/probe.txt. On the development VM it flips
 #     between about 1.0 and 0.5 in spells of seconds to minutes
-#     (docs/RESULTS.md, issue 22: where the hypervisor puts the two vCPUs),
+#     (docs/results/calibration.md, issue 22: where the hypervisor puts the two vCPUs),
 #     and every row measured in one spell or the other moves with it; the
 #     summary says how many measures ran in one spell and how many in both.
 # Needs a build with MPI (scripts/main.sh or test.sh) unless MEASURE=0.
@@ -152,7 +152,7 @@ print(f"== all collectives: {len(errs)} rows ({pick} repeat of each), |error| me
       f"{100*q(errs, 0.5):.1f}%, p90 {100*q(errs, 0.9):.1f}%")
 # The spread of the measurements themselves: |t_i - t_j| / min(t_i, t_j)
 # over every pair of repeats of every compared row (not native), the floor
-# no model of one run can beat (docs/RESULTS.md, issue 22).
+# no model of one run can beat (docs/results/calibration.md, issue 22).
 import glob, itertools
 spread = []
 for c in colls:

@@ -44,13 +44,13 @@ crash=$corpus.crash
 mkdir -p "$crash"
 extra=()
 # ASTRA-sim network files are a few hundred bytes; longer inputs only slow
-# the target down (docs/RESULTS.md, "Fuzzing").
+# the target down (docs/results/fuzzing.md).
 [[ $target == topology_astra ]] && extra+=(-max_len=1024)
 # MSCCL files run to 300 KB; mutating those whole only slows the target
 # (the small seeds keep every element and step type).
 [[ $target == msccl_xml ]] && extra+=(-max_len=16384)
 # ASan's allocator returning memory to the OS cost 60% of the CPU on the
-# schedule target (docs/RESULTS.md); these two options remove that.
+# schedule target (docs/results/fuzzing.md); these two options remove that.
 export ASAN_OPTIONS=max_malloc_fill_size=0:allocator_release_to_os_interval_ms=-1
 
 log=$corpus.log

@@ -166,7 +166,7 @@ if want engines; then
   # The interpreter next to the streams engine, each with and without -G, in
   # one call per P (issue 21's targets: P = 8, ring at 1 MiB <= 25 us, every
   # all_reduce algorithm at 1 MiB within 2x of its HBM-traffic bound in
-  # docs/RESULTS.md, >= 64 MiB at >= 0.95x of it). Each engine is checked at
+  # docs/results/gpu-interpreter.md, >= 64 MiB at >= 0.95x of it). Each engine is checked at
   # small sizes (with and without the graph) first, every type; the timed
   # runs skip the check, as vranks does: the host computes the expected
   # values (P^2 x count of them for all_reduce), which took 150 s for

@@ -61,8 +61,9 @@ fuzz_one() {
     mkdir -p "$work/$name.corpus" "$work/$name.crash"
     cp fuzz/corpus/"$name"/* "$work/$name.corpus/"
     # ASan otherwise hands freed memory back to the kernel every few
-    # seconds; with a fuzzer's churn that was 60% of the CPU (docs/RESULTS.md,
-    # Fuzzing). Keeping it costs RSS only, which -rss_limit_mb bounds.
+    # seconds; with a fuzzer's churn that was 60% of the CPU
+    # (docs/results/fuzzing.md). Keeping it costs RSS only, which
+    # -rss_limit_mb bounds.
     if ! ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_release_to_os_interval_ms=-1" \
         "$exe" -max_total_time="$FUZZ_SECONDS" -timeout=60 -rss_limit_mb=4096 \
         -print_final_stats=1 -artifact_prefix="$work/$name.crash/" \

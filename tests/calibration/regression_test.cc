@@ -119,7 +119,7 @@ TEST(CalibrationRegression, CommittedRunRefitsWhereItWas) {
   EXPECT_EQ(latencies, 2);  // same core (rank 0 -> 2) and across cores (0 -> 1)
 }
 
-// The loop's default since the twelfth session (docs/RESULTS.md, issue 22,
+// The loop's default since the twelfth session (docs/results/calibration.md, issue 22,
 // "the fastest repeat"): the same measurements, only each row's fastest
 // repeat fitted (--repeats fastest) and compared. fit-fastest.json is what
 // the loop wrote from them (README.md there).

@@ -1,6 +1,6 @@
 // The measure -> calibrate -> simulate -> compare -> report pipeline end to
 // end at small scale, as a user runs it (scripts/calibration-e2e.sh is the
-// full-scale run, docs/RESULTS.md its figures):
+// full-scale run, docs/results/calibration.md its figures):
 //
 //   mpirun -np 4 collkit bench --backend mpi ... --json m-C.json
 //   collkit calibrate m-*.json --topology BASE -o fit.json

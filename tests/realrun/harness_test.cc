@@ -1,13 +1,17 @@
 // The backend-independent parts of `collkit bench` (realrun/harness.h): the
 // new flags' validation (-T, -g, -G, --engine), the fault-injection variable's grammar, and the -T
-// watchdog (fires with the collective's description, never when disarmed).
+// watchdog (fires with the collective's description, never when disarmed,
+// and prints its own copy of it).
 #include "realrun/harness.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdio>
+#include <regex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "core/error.h"
 
@@ -167,6 +171,65 @@ TEST(HarnessTest, WatchdogStaysQuietWhenDisarmed) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1300));  // disarmed past the timeout
   }
   EXPECT_EQ(fired, 0);
+}
+
+// The watchdog prints its own copy of what was armed: the caller's string
+// may be gone long before the timeout (under AddressSanitizer, a watchdog
+// that kept a pointer to it would read freed memory here).
+TEST(HarnessTest, WatchdogPrintsItsOwnCopyOfWhatWasArmed) {
+  EXPECT_EXIT(
+      {
+        Watchdog w(0.2, [](const std::string& what) {
+          std::fprintf(stderr, "collkit bench: error: %s\n", what.c_str());
+          std::_Exit(1);
+        });
+        // A temporary longer than the small-string buffer (on the heap),
+        // destroyed at the end of the statement.
+        w.arm("broadcast algorithm binomial_tree, " + std::string(64, 'x') + " on rank 5");
+        // The freed storage reused by other text.
+        std::vector<std::string> junk;
+        for (int i = 0; i < 64; ++i) junk.emplace_back(100, '#');
+        std::this_thread::sleep_for(std::chrono::seconds(10));
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(1),
+      "error: timeout: broadcast algorithm binomial_tree, x{64} on rank 5 did not complete within "
+      "0.2 s \\(-T 0.2\\)");
+}
+
+// Another thread arms (with strings it overwrites and frees at once) and
+// disarms many times under a 10 ms timeout, holding some regions ever
+// longer until one outlives the timeout: what the watchdog prints is always
+// one whole armed text, never freed or half-written memory.
+TEST(HarnessTest, WatchdogRacingArmAndDisarmPrintsWholeTexts) {
+  EXPECT_EXIT(
+      {
+        Watchdog w(0.01, [](const std::string& what) {
+          static const std::regex whole(
+              "timeout: run [0-9]+ y{80} did not complete within 0\\.01 s \\(-T 0\\.01\\)");
+          if (!std::regex_match(what, whole)) {
+            std::fprintf(stderr, "garbage: %s\n", what.c_str());
+            std::_Exit(2);
+          }
+          std::fprintf(stderr, "%s\n", what.c_str());
+          std::_Exit(1);
+        });
+        std::thread racer([&w] {
+          for (int i = 0;; ++i) {
+            {
+              std::string what = "run " + std::to_string(i) + " " + std::string(80, 'y');
+              w.arm(what);
+              what.assign(what.size(), '#');
+            }
+            // Every 1000th region is held 0.5 ms longer than the one before.
+            if (i % 1000 == 999) std::this_thread::sleep_for(std::chrono::microseconds(i / 2));
+            w.disarm();
+          }
+        });
+        racer.join();  // never returns: the watchdog ends the process
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(1), "timeout: run [0-9]+ y{80} did not complete within 0.01 s");
 }
 
 }  // namespace

@@ -170,7 +170,7 @@ TEST(DeviceProgramTest, PullsWaitForTheirSendersAndFlagsHaveOneSignaller) {
 }
 
 // The memory traffic the program counts is the derivation of
-// docs/RESULTS.md for ring all_reduce on one GPU: out of place 2n per rank
+// docs/results/gpu.md for ring all_reduce on one GPU: out of place 2n per rank
 // for the first copy, 3b per reduce-scatter step (read both blocks, write
 // one), 2b per all-gather step; n (2P + 5(P - 1)) over all ranks.
 TEST(DeviceProgramTest, RingAllReduceTrafficIsTheDocumentedBound) {

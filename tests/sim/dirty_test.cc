@@ -6,7 +6,7 @@
 // joined by one link of bandwidth B and latency L, reductions and copies
 // free, for hand-written schedules and the registered all_reduce
 // algorithms at p = 2, whose measured difference motivated the term
-// (docs/RESULTS.md, issue 22).
+// (docs/results/calibration.md, issue 22).
 #include <gtest/gtest.h>
 
 #include <cmath>

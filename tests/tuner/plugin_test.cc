@@ -472,7 +472,7 @@ TEST_F(TunerPlugin, ConfigFileAgreesWithPlugin) {
   }
 }
 
-// What a call costs NCCL: printed (docs/RESULTS.md), and bounded loosely so
+// What a call costs NCCL: printed (docs/results/tuner.md), and bounded loosely so
 // that a slip into per-call file reading or allocation shows.
 TEST_F(TunerPlugin, CallCost) {
   Comm comm(plugin_, model("two"), 16, 2);
