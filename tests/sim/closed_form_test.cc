@@ -182,6 +182,7 @@ TEST(SimClosedForm, EveryRegisteredAlgorithmMatchesItsCostOnFullyConnected) {
                            << join(failing_models) << "; first:" << first_failures;
   }
   EXPECT_GT(checked, 0);
+  std::cout << "[ closed   ] " << checked << " cases checked\n";
   if (!shared.empty())
     std::cout << "note: these schedules send concurrent messages over one ordered pair (not "
                  "one-port), so under the flow model they share a link and the closed form "
