@@ -1464,12 +1464,14 @@ CostEstimate cost_of(const ScheduleSpec& spec, const CostParams& c) {
   }
 }
 
-AlgorithmDef nccl_def(Collective c, std::vector<std::string> variants, std::string formula) {
+AlgorithmDef nccl_def(Collective c, std::vector<std::string> variants, std::string formula,
+                      CostExactness exactness) {
   AlgorithmDef d;
   d.collective = c;
   d.name = "nccl";
   d.variants = std::move(variants);
   d.cost_formula = std::move(formula);
+  d.exactness = exactness;
   d.accepts =
       "any p; channels and rank orders from the topology (simulate), else spec.channels "
       "default rings and trees";
@@ -1491,27 +1493,33 @@ void add_nccl(std::vector<AlgorithmDef>& defs) {
       "+ (p-1)/p n_c g (one channel: the ring's form). tree, nvls, nvls_tree, collnet_*: "
       "pipelined rounds, "
       "(2 H + K) (a + s b) for K chunks of s over height H (approximate, multi-port: every child "
-      "served at once)"));
+      "served at once)",
+      kCostApproximate));
   defs.push_back(
       nccl_def(Collective::all_gather, {"auto", "ring", "pat"},
                "ring: per channel (p-1) a + (p-1)/p n_c b (one channel: the ring's form). pat: "
                "ceil(log2 p) rounds of a + (largest block) b (multi-port: on a shared link the "
-               "round's blocks share it)"));
+               "round's blocks share it)",
+               kCostExact));
   defs.push_back(nccl_def(Collective::reduce_scatter, {"auto", "ring", "pat"},
                           "ring: per channel (p-1) a + (p-1)/p n_c (b + g) (one channel: the "
                           "ring's form). pat: ceil(log2 p) rounds of a + (largest block) (b + g) "
-                          "(multi-port: on a shared link the round's blocks share it)"));
+                          "(multi-port: on a shared link the round's blocks share it)",
+                          kCostExact));
   defs.push_back(nccl_def(Collective::broadcast, {"auto", "ring"},
                           "ring: per channel a chain along the ring, (p+k-2)(a + n/k b) (exact "
-                          "when segment divides n)"));
+                          "when segment divides n)",
+                          kCostExactWhenSegmentDivides));
   defs.push_back(nccl_def(Collective::reduce, {"auto", "ring"},
                           "ring: per channel a chain along the ring, (p+k-2)(a + n/k (b+g)) "
-                          "(exact when segment divides n)"));
+                          "(exact when segment divides n)",
+                          kCostExactWhenSegmentDivides));
   for (Collective c : {Collective::all_to_all, Collective::scatter, Collective::gather})
     defs.push_back(
         nccl_def(c, {"auto", "p2p"},
                  "p2p: every transfer in one step, a + (largest block) b (multi-port: on a shared "
-                 "link the transfers share it)"));
+                 "link the transfers share it)",
+                 kCostExact));
 }
 
 }  // namespace collkit
