@@ -28,9 +28,11 @@
 //   nccl (auto)     NCCL's own choice per size, made on a topology by the
 //                   simulator (sim/nccl.h); not buildable from a spec alone
 #include <algorithm>
+#include <initializer_list>
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -39,6 +41,7 @@
 #include "algorithms/costs.h"
 #include "algorithms/fold.h"
 #include "algorithms/nccl_pat.h"
+#include "algorithms/nccl_variant.h"
 #include "algorithms/registry.h"
 #include "algorithms/tree_pipeline.h"
 #include "core/error.h"
@@ -80,11 +83,15 @@ ChannelPlan::Tree default_tree(int p, int which) {
 // The plan every nccl schedule runs: the spec's (from a topology search) or
 // `channels` default rings and trees. Validated once, shared by all ranks.
 void prepare_nccl(ScheduleSpec& spec) {
-  if (spec.variant == "auto" || spec.variant.empty())
+  if (spec.variant == kNcclAuto || spec.variant.empty()) {
+    std::string names;
+    for (NcclVariant v : kNcclVariants)
+      names += (names.empty() ? "nccl:" : ", nccl:") + std::string(to_string(v));
     throw UsageError(
         "nccl (NCCL's own choice of algorithm, protocol and channels) is made per size on a "
-        "topology: use it with `collkit simulate`, or name a variant (nccl:ring, nccl:tree, "
-        "nccl:nvls, nccl:nvls_tree, nccl:collnet_direct, nccl:collnet_chain, nccl:p2p, nccl:pat)");
+        "topology: use it with `collkit simulate`, or name a variant (" +
+        names + ")");
+  }
   if (spec.channels < 0 || spec.channels > 64)
     throw UsageError("nccl: channels must be 0..64 (0 = one), got " +
                      std::to_string(spec.channels));
@@ -102,6 +109,13 @@ void prepare_nccl(ScheduleSpec& spec) {
   for (int i = 0; i < c; ++i) plan->trees.push_back(default_tree(p, i % 2));
   plan->finish(p);
   spec.plan = std::move(plan);
+}
+
+// The variant a prepared spec names (prepare_nccl has turned "auto" away,
+// the registry every name that is not the collective's).
+NcclVariant variant_of(const ScheduleSpec& spec) {
+  if (const std::optional<NcclVariant> v = parse_nccl_variant(spec.variant)) return *v;
+  throw UsageError("nccl: '" + spec.variant + "' is not a variant");
 }
 
 // The channel slices of n elements: runtime channels split n as a
@@ -626,14 +640,14 @@ struct ShardedKind {
   Across across = Across::tree;
 };
 
-ShardedKind sharded_kind(const ScheduleSpec& spec) {
+ShardedKind sharded_kind(const ScheduleSpec& spec, NcclVariant variant) {
   ShardedKind k;
-  if (spec.variant == "nvls") {
+  if (variant == NcclVariant::nvls) {
     // One node (the default plan has no node_of), or NVLS inside the nodes
     // and SHARP across them (NCCL's NVLS algorithm on several nodes).
     k.one_node = spec.plan->node_of.empty();
     k.across = Across::sharp;
-  } else if (spec.variant == "collnet_direct") {
+  } else if (variant == NcclVariant::collnet_direct) {
     k.switch_inside = false;
     k.across = Across::sharp;
   }
@@ -937,10 +951,10 @@ std::vector<std::int64_t> sharp_slots(const std::vector<NvlsWork>& work, int nod
   return at;
 }
 
-Generator<Step> sharded_program(ScheduleSpec spec, int rank) {
+Generator<Step> sharded_program(ScheduleSpec spec, int rank, NcclVariant variant) {
   co_yield copy_step({Buf::input, 0, spec.count}, {Buf::output, 0, spec.count});
   if (spec.ranks == 1) co_return;
-  const ShardedKind kind = sharded_kind(spec);
+  const ShardedKind kind = sharded_kind(spec, variant);
   // Shared with the other ranks' programs: this frame keeps O(channels) of its own.
   const std::shared_ptr<const std::vector<NvlsPlan>> shared =
       shared_nvls_plans(spec, kind.one_node);
@@ -1022,8 +1036,8 @@ Generator<Step> sharded_program(ScheduleSpec spec, int rank) {
   }
 }
 
-std::int64_t sharded_scratch(const ScheduleSpec& spec, int rank) {
-  const ShardedKind kind = sharded_kind(spec);
+std::int64_t sharded_scratch(const ScheduleSpec& spec, int rank, NcclVariant variant) {
+  const ShardedKind kind = sharded_kind(spec, variant);
   if (spec.ranks == 1 || kind.across != Across::sharp) return 0;
   const std::shared_ptr<const std::vector<NvlsPlan>> plans = shared_nvls_plans(spec, kind.one_node);
   const int nodes = static_cast<int>((*plans)[0].members.size());
@@ -1299,10 +1313,10 @@ CostEstimate tree_cost(const ScheduleSpec& spec, const CostParams& c) {
   return make_cost(time, steps, max_sent, spec.elem_size);
 }
 
-CostEstimate sharded_cost(const ScheduleSpec& spec, const CostParams& c) {
+CostEstimate sharded_cost(const ScheduleSpec& spec, const CostParams& c, NcclVariant variant) {
   const int p = spec.ranks;
   if (p == 1) return {};
-  const ShardedKind kind = sharded_kind(spec);
+  const ShardedKind kind = sharded_kind(spec, variant);
   const bool one_node = kind.one_node;
   const std::vector<NvlsPlan> plans = nvls_plans(spec, one_node);
   const std::vector<NvlsWork> work = nvls_work(spec, plans, one_node);
@@ -1402,18 +1416,18 @@ CostEstimate chain_cost(const ScheduleSpec& spec, const CostParams& c) {
 using Program = Generator<Step> (*)(ScheduleSpec, int);
 
 Generator<Step> dispatch(const ScheduleSpec& spec, int rank) {
-  const std::string& v = spec.variant;
+  const NcclVariant v = variant_of(spec);
   switch (spec.collective) {
     case Collective::all_reduce:
-      if (v == "ring") return ring_all_reduce(spec, rank);
-      if (v == "tree") return tree_all_reduce(spec, rank);
-      if (v == "collnet_chain") return chain_program(spec, rank);
-      return sharded_program(spec, rank);
+      if (v == NcclVariant::ring) return ring_all_reduce(spec, rank);
+      if (v == NcclVariant::tree) return tree_all_reduce(spec, rank);
+      if (v == NcclVariant::collnet_chain) return chain_program(spec, rank);
+      return sharded_program(spec, rank, v);  // nvls, nvls_tree, collnet_direct
     case Collective::all_gather:
-      if (v == "pat") return pat_all_gather(spec, rank);
+      if (v == NcclVariant::pat) return pat_all_gather(spec, rank);
       return ring_all_gather(spec, rank);
     case Collective::reduce_scatter:
-      if (v == "pat") return pat_reduce_scatter(spec, rank);
+      if (v == NcclVariant::pat) return pat_reduce_scatter(spec, rank);
       return ring_reduce_scatter(spec, rank);
     case Collective::broadcast:
       return ring_broadcast(spec, rank);
@@ -1431,45 +1445,52 @@ Generator<Step> dispatch(const ScheduleSpec& spec, int rank) {
   throw UsageError("nccl has no " + std::string(to_string(spec.collective)));
 }
 
+// nvls, nvls_tree and collnet_direct: the node-sharded all_reduce.
+bool node_sharded(NcclVariant v) {
+  return v == NcclVariant::nvls || v == NcclVariant::nvls_tree || v == NcclVariant::collnet_direct;
+}
+
 std::int64_t scratch_of(const ScheduleSpec& spec, int rank) {
-  const std::string& v = spec.variant;
+  const NcclVariant v = variant_of(spec);
   if (spec.collective == Collective::reduce_scatter) return spec.count;
   if (spec.collective == Collective::reduce) return ring_reduce_scratch(spec, rank);
-  if (spec.collective == Collective::all_reduce &&
-      (v == "nvls" || v == "nvls_tree" || v == "collnet_direct"))
-    return sharded_scratch(spec, rank);
-  if (spec.collective == Collective::all_reduce && v == "collnet_chain")
+  if (spec.collective == Collective::all_reduce && node_sharded(v))
+    return sharded_scratch(spec, rank, v);
+  if (spec.collective == Collective::all_reduce && v == NcclVariant::collnet_chain)
     return chain_scratch(spec, rank);
   return 0;
 }
 
 CostEstimate cost_of(const ScheduleSpec& spec, const CostParams& c) {
-  const std::string& v = spec.variant;
+  const NcclVariant v = variant_of(spec);
   switch (spec.collective) {
     case Collective::all_to_all:
     case Collective::scatter:
     case Collective::gather:
       return p2p_cost(spec, c);
     case Collective::all_reduce:
-      if (v == "tree") return tree_cost(spec, c);
-      if (v == "nvls" || v == "nvls_tree" || v == "collnet_direct") return sharded_cost(spec, c);
-      if (v == "collnet_chain") return chain_cost(spec, c);
+      if (v == NcclVariant::tree) return tree_cost(spec, c);
+      if (node_sharded(v)) return sharded_cost(spec, c, v);
+      if (v == NcclVariant::collnet_chain) return chain_cost(spec, c);
       return ring_family_cost(spec, c);
     case Collective::all_gather:
     case Collective::reduce_scatter:
-      if (v == "pat") return pat_cost(spec, c);
+      if (v == NcclVariant::pat) return pat_cost(spec, c);
       return ring_family_cost(spec, c);
     default:
       return ring_family_cost(spec, c);
   }
 }
 
-AlgorithmDef nccl_def(Collective c, std::vector<std::string> variants, std::string formula,
-                      CostExactness exactness) {
+// The definition of nccl for `c`: NCCL's own choice (the default) and the
+// variants named.
+AlgorithmDef nccl_def(Collective c, std::initializer_list<NcclVariant> variants,
+                      std::string formula, CostExactness exactness) {
   AlgorithmDef d;
   d.collective = c;
   d.name = "nccl";
-  d.variants = std::move(variants);
+  d.variants = {std::string(kNcclAuto)};
+  for (NcclVariant v : variants) d.variants.emplace_back(to_string(v));
   d.cost_formula = std::move(formula);
   d.exactness = exactness;
   d.accepts =
@@ -1488,7 +1509,8 @@ AlgorithmDef nccl_def(Collective c, std::vector<std::string> variants, std::stri
 void add_nccl(std::vector<AlgorithmDef>& defs) {
   defs.push_back(nccl_def(
       Collective::all_reduce,
-      {"auto", "ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain"},
+      {NcclVariant::ring, NcclVariant::tree, NcclVariant::nvls, NcclVariant::nvls_tree,
+       NcclVariant::collnet_direct, NcclVariant::collnet_chain},
       "auto: NCCL's choice per size on a topology. ring: per channel 2(p-1) a + 2(p-1)/p n_c b "
       "+ (p-1)/p n_c g (one channel: the ring's form). tree, nvls, nvls_tree, collnet_*: "
       "pipelined rounds, "
@@ -1496,27 +1518,27 @@ void add_nccl(std::vector<AlgorithmDef>& defs) {
       "served at once)",
       kCostApproximate));
   defs.push_back(
-      nccl_def(Collective::all_gather, {"auto", "ring", "pat"},
+      nccl_def(Collective::all_gather, {NcclVariant::ring, NcclVariant::pat},
                "ring: per channel (p-1) a + (p-1)/p n_c b (one channel: the ring's form). pat: "
                "ceil(log2 p) rounds of a + (largest block) b (multi-port: on a shared link the "
                "round's blocks share it)",
                kCostExact));
-  defs.push_back(nccl_def(Collective::reduce_scatter, {"auto", "ring", "pat"},
+  defs.push_back(nccl_def(Collective::reduce_scatter, {NcclVariant::ring, NcclVariant::pat},
                           "ring: per channel (p-1) a + (p-1)/p n_c (b + g) (one channel: the "
                           "ring's form). pat: ceil(log2 p) rounds of a + (largest block) (b + g) "
                           "(multi-port: on a shared link the round's blocks share it)",
                           kCostExact));
-  defs.push_back(nccl_def(Collective::broadcast, {"auto", "ring"},
+  defs.push_back(nccl_def(Collective::broadcast, {NcclVariant::ring},
                           "ring: per channel a chain along the ring, (p+k-2)(a + n/k b) (exact "
                           "when segment divides n)",
                           kCostExactWhenSegmentDivides));
-  defs.push_back(nccl_def(Collective::reduce, {"auto", "ring"},
+  defs.push_back(nccl_def(Collective::reduce, {NcclVariant::ring},
                           "ring: per channel a chain along the ring, (p+k-2)(a + n/k (b+g)) "
                           "(exact when segment divides n)",
                           kCostExactWhenSegmentDivides));
   for (Collective c : {Collective::all_to_all, Collective::scatter, Collective::gather})
     defs.push_back(
-        nccl_def(c, {"auto", "p2p"},
+        nccl_def(c, {NcclVariant::p2p},
                  "p2p: every transfer in one step, a + (largest block) b (multi-port: on a shared "
                  "link the transfers share it)",
                  kCostExact));
