@@ -24,8 +24,7 @@ enum class NcclVariant : std::uint8_t {
   pat
 };
 
-// Every variant, in the enum's order (which is NCCL's order of preference
-// between equal model times, sim/nccl.cc).
+// Every variant, in the enum's order.
 inline constexpr std::array<NcclVariant, 8> kNcclVariants = {NcclVariant::ring,
                                                              NcclVariant::tree,
                                                              NcclVariant::nvls,

@@ -514,7 +514,7 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
           // built below as bench builds it (the default channel plan: bench
           // knows no topology).
           if (!nccl_ctx) nccl_ctx = nccl_context(base, p);
-          const std::string variant = nccl_variant(*algorithm);
+          const auto variant = nccl_variant(*algorithm);
           const NcclChoice choice =
               nccl_choose(*nccl_ctx, spec.collective, spec.count * spec.elem_size, dtype,
                           row.op.value_or(r.op), variant);
