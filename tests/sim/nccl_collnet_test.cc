@@ -1,4 +1,4 @@
-// CollNet (SHARP) in the nccl family (algorithms/nccl.cc, "node-sharded
+// CollNet (SHARP) in the nccl family (algorithms/nccl_sharded.cc, "node-sharded
 // all_reduce"; sim/nccl.cc): nccl:collnet_direct and nccl:nvls across nodes.
 // Hand-worked times of the SHARP exchange through a switch that reduces and
 // through one that does not, the schedules verified on the shipped SHARP

@@ -1,4 +1,4 @@
-// Folded channels of the nccl family (algorithms/nccl.cc, nvls_work): NVLS
+// Folded channels of the nccl family (algorithms/nccl_sharded.cc, nvls_work): NVLS
 // and NVLSTree channels that follow the same node tree run as one transfer
 // per chunk carrying all their lanes. On the shipped GPU topologies, for
 // channel counts 1..16 and sizes that split evenly and unevenly, the
