@@ -240,6 +240,7 @@ void add_all_gather(std::vector<AlgorithmDef>& defs) {
                   "ring",
                   {},
                   "(p-1) a + (p-1)/p n b (uneven blocks: each step set by the largest block)",
+                  kCostExact,
                   "any p",
                   ring_program,
                   no_scratch,
@@ -249,6 +250,7 @@ void add_all_gather(std::vector<AlgorithmDef>& defs) {
                   {},
                   "log2 p a + (p-1)/p n b; p not a power of two: fold, floor(log2 p)+2 steps, "
                   "+ (n/p + n) b (levels set by member 0's message)",
+                  kCostExact,
                   "any p (fold to 2^floor(log2 p))",
                   recursive_doubling_program,
                   no_scratch,
@@ -258,6 +260,7 @@ void add_all_gather(std::vector<AlgorithmDef>& defs) {
                   {},
                   "ceil(log2 p) a + (p-1)/p n b (+ local rotation; uneven blocks: each step "
                   "set by rank 0's message)",
+                  kCostExact,
                   "any p",
                   bruck_program,
                   [](const ScheduleSpec& spec, int) -> std::int64_t { return spec.count; },
@@ -267,6 +270,7 @@ void add_all_gather(std::vector<AlgorithmDef>& defs) {
                   {},
                   "2 ceil(log2 p) a + (ceil(log2 p) + (p-1)/p) n b (binomial gather to rank 0, "
                   "binomial broadcast; otherwise the largest gather message sets each level)",
+                  kCostExact,
                   "any p",
                   gather_broadcast_program,
                   no_scratch,

@@ -402,6 +402,7 @@ void add_all_reduce(std::vector<AlgorithmDef>& defs) {
                   {},
                   "2(p-1) a + 2(p-1)/p n b + (p-1)/p n g (uneven blocks: each step set by "
                   "the largest block)",
+                  kCostExact,
                   "any p, commutative op",
                   ring_program,
                   no_scratch,
@@ -411,6 +412,7 @@ void add_all_reduce(std::vector<AlgorithmDef>& defs) {
                   {},
                   "log2 p (a + n b + n g); p not a power of two: fold, (floor(log2 p)+2) (a + n "
                   "b) + (floor(log2 p)+1) n g",
+                  kCostExact,
                   "any p (fold to 2^floor(log2 p)), commutative op",
                   recursive_doubling_program,
                   recursive_doubling_scratch,
@@ -424,6 +426,7 @@ void add_all_reduce(std::vector<AlgorithmDef>& defs) {
        "for p a power of two; otherwise binary blocks s_0 > s_1 > ..., block b pays "
        "2 log2 s_b + 2 + 2 s_(b-1)/s_b steps (time: per-rank replay of the chain between "
        "blocks; exact when chunks are even, else each message rounded up to the largest chunk)",
+       kCostExact,
        "any p (fold: 2^floor(log2 p) members; blocks: binary blocks of p), commutative op",
        [](const ScheduleSpec& spec, int rank) {
          return spec.variant == "blocks" ? rabenseifner_blocks_program(spec, rank)
@@ -442,6 +445,7 @@ void add_all_reduce(std::vector<AlgorithmDef>& defs) {
                   "ring RS in group, ring AR across groups on n/g, ring AG in group: "
                   "(2(g-1) + 2(G-1)) a + (2(g-1)/g + 2(G-1)/p) n b + (p-1)/p n g (uneven blocks: "
                   "set by the largest block)",
+                  kCostExact,
                   "any p, g | p, commutative op",
                   hierarchical_program,
                   no_scratch,

@@ -181,6 +181,7 @@ void add_all_reduce_trees(std::vector<AlgorithmDef>& defs) {
                   "linear",
                   {},
                   "(p-1)(2a + 2n b + n g)",
+                  kCostExact,
                   "any p (linear reduce to rank 0 + linear broadcast)",
                   reduce_broadcast,
                   nullptr,
@@ -189,6 +190,7 @@ void add_all_reduce_trees(std::vector<AlgorithmDef>& defs) {
                   "binomial_tree",
                   {},
                   "ceil(log2 p)(2a + 2n b + n g)",
+                  kCostExact,
                   "any p (binomial reduce to rank 0 + binomial broadcast)",
                   reduce_broadcast,
                   nullptr,
@@ -198,6 +200,7 @@ void add_all_reduce_trees(std::vector<AlgorithmDef>& defs) {
                   {},
                   "(A+1+2(k-1))(2a + n/k (2b+g)), k segments of n/2 per tree, A = deepest "
                   "arrival round of NCCL's tree (<= 2 log2 p); exact when the segment divides n/2",
+                  kCostExactWhenSegmentDivides,
                   "any p (tree 1 mirrors tree 0 for even p, shifts it for odd p)",
                   dbt_program,
                   nullptr,

@@ -181,6 +181,7 @@ void add_all_to_all(std::vector<AlgorithmDef>& defs) {
                   "pairwise",
                   {},
                   "(p-1) a + (p-1)/p n b (uneven blocks: each step set by the largest block)",
+                  kCostExact,
                   "any p",
                   pairwise_program,
                   [](const ScheduleSpec&, int) -> std::int64_t { return 0; },
@@ -192,6 +193,7 @@ void add_all_to_all(std::vector<AlgorithmDef>& defs) {
        "ceil(log2 p) a + sum_k |{i < p: bit k of i}| n/p b (p a power of two: "
        "log2 p a + log2 p n/2 b; + local pack/unpack/rotation; uneven blocks: each "
        "step set by the largest block)",
+       kCostExact,
        "any p",
        bruck_program,
        [](const ScheduleSpec& spec, int rank) {

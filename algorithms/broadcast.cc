@@ -687,12 +687,20 @@ CostEstimate scatter_rd_cost(const ScheduleSpec& spec, const CostParams& m) {
 
 void add_broadcast(std::vector<AlgorithmDef>& defs) {
   const auto c = Collective::broadcast;
-  defs.push_back(
-      {c, "linear", {}, "(p-1)(a + n b)", "any p", linear_program, nullptr, linear_cost});
+  defs.push_back({c,
+                  "linear",
+                  {},
+                  "(p-1)(a + n b)",
+                  kCostExact,
+                  "any p",
+                  linear_program,
+                  nullptr,
+                  linear_cost});
   defs.push_back({c,
                   "binomial_tree",
                   {},
                   "ceil(log2 p)(a + n b)",
+                  kCostExact,
                   "any p",
                   binomial_program,
                   nullptr,
@@ -701,6 +709,7 @@ void add_broadcast(std::vector<AlgorithmDef>& defs) {
                   "hypercube",
                   {},
                   "ceil(log2 p)(a + n b)",
+                  kCostExact,
                   "any p (dimension order; missing partners skipped)",
                   hypercube_program,
                   nullptr,
@@ -709,6 +718,7 @@ void add_broadcast(std::vector<AlgorithmDef>& defs) {
                   "pipelined_chain",
                   {},
                   "(p+k-2)(a + n/k b), k = ceil(n/segment) (exact when segment divides n)",
+                  kCostExactWhenSegmentDivides,
                   "any p",
                   chain_program,
                   nullptr,
@@ -718,6 +728,7 @@ void add_broadcast(std::vector<AlgorithmDef>& defs) {
                   {},
                   "(A+1+2(k-1))(a + n/k b), A = deepest arrival round of the heap tree "
                   "(<= 2 log2 p; exact when segment divides n)",
+                  kCostExactWhenSegmentDivides,
                   "any p",
                   binary_tree_program,
                   nullptr,
@@ -727,6 +738,7 @@ void add_broadcast(std::vector<AlgorithmDef>& defs) {
                   {},
                   "(A+1+2(k-1))(a + n/(2k) b): root feeds NCCL's two trees over the other "
                   "p-1 ranks, each with n/2 in k segments (exact when segment divides n/2)",
+                  kCostExactWhenSegmentDivides,
                   "any p (mirror for even p-1, shift for odd)",
                   dbt_program,
                   nullptr,
@@ -735,6 +747,7 @@ void add_broadcast(std::vector<AlgorithmDef>& defs) {
                   "scatter_ring_allgather",
                   {},
                   "(ceil(log2 p)+p-1) a + 2(p-1)/p n b (exact for p a power of two, p | n)",
+                  kCostExactForPowersOfTwo,
                   "any p",
                   scatter_ring_program,
                   nullptr,
@@ -744,6 +757,7 @@ void add_broadcast(std::vector<AlgorithmDef>& defs) {
                   {},
                   "2 log2 p a + 2(p-1)/p n b (exact for p a power of two, p | n); other p "
                   "fold: 2 extra steps and about n b more (approximate)",
+                  kCostExactForPowersOfTwo,
                   "any p (recursive doubling folds r = p - 2^floor(log2 p) ranks)",
                   scatter_rd_program,
                   nullptr,

@@ -156,12 +156,20 @@ CostEstimate chain_cost(const ScheduleSpec& spec, const CostParams& m) {
 
 void add_reduce(std::vector<AlgorithmDef>& defs) {
   const auto c = Collective::reduce;
-  defs.push_back(
-      {c, "linear", {}, "(p-1)(a + n b + n g)", "any p", linear_program, nullptr, linear_cost});
+  defs.push_back({c,
+                  "linear",
+                  {},
+                  "(p-1)(a + n b + n g)",
+                  kCostExact,
+                  "any p",
+                  linear_program,
+                  nullptr,
+                  linear_cost});
   defs.push_back({c,
                   "binomial_tree",
                   {},
                   "ceil(log2 p)(a + n b + n g)",
+                  kCostExact,
                   "any p",
                   binomial_program,
                   binomial_scratch,
@@ -170,6 +178,7 @@ void add_reduce(std::vector<AlgorithmDef>& defs) {
                   "pipelined_chain",
                   {},
                   "(p+k-2)(a + n/k (b+g)), k = ceil(n/segment) (exact when segment divides n)",
+                  kCostExactWhenSegmentDivides,
                   "any p",
                   chain_program,
                   chain_scratch,

@@ -100,6 +100,7 @@ void add_reduce_rabenseifner(std::vector<AlgorithmDef>& defs) {
                   "2 log2 p a + 2(p-1)/p n b + (p-1)/p n g; p not a power of two: fold, "
                   "2 floor(log2 p)+1 steps, + a + n (b + g) with p' = 2^floor(log2 p) for p "
                   "(levels set by member 0's message)",
+                  kCostExact,
                   "any p, any root (fold to 2^floor(log2 p)), commutative op",
                   rabenseifner_program,
                   rabenseifner_scratch,

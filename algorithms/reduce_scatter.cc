@@ -132,6 +132,7 @@ void add_reduce_scatter(std::vector<AlgorithmDef>& defs) {
                   {},
                   "(p-1) a + (p-1)/p n (b + g) (uneven blocks: each step set by the largest "
                   "block)",
+                  kCostExact,
                   "any p, commutative op",
                   ring_program,
                   n_scratch,
@@ -141,6 +142,7 @@ void add_reduce_scatter(std::vector<AlgorithmDef>& defs) {
                   {},
                   "log2 p a + (p-1)/p n (b + g); p not a power of two: fold, floor(log2 p)+2 "
                   "steps, + n (b + g) + n/p b (levels set by member 0's message)",
+                  kCostExact,
                   "any p (fold to 2^floor(log2 p)), commutative op",
                   recursive_halving_program,
                   n_scratch,
@@ -150,6 +152,7 @@ void add_reduce_scatter(std::vector<AlgorithmDef>& defs) {
                   {},
                   "(p-1) a + (p-1)/p n (b + g) (uneven blocks: each step set by the largest "
                   "block)",
+                  kCostExact,
                   "any p, commutative op",
                   pairwise_program,
                   [](const ScheduleSpec&, int) -> std::int64_t { return 0; },

@@ -17,12 +17,27 @@ namespace collkit {
 // generated schedule (tests compare them with the generator's output):
 //   steps      = max over ranks of the number of steps that communicate
 //   bytes_sent = max over ranks of the bytes that rank sends
-// `time` is exact where docs/ALGORITHMS.md says so (p and n as stated there).
+// `time` is exact where AlgorithmDef::exactness says so (docs/ALGORITHMS.md
+// in words).
 struct CostEstimate {
   double time = 0;
   std::int64_t steps = 0;
   double bytes_sent = 0;
 };
+
+// Where a closed form's `time` is exact (steps and bytes_sent always are):
+// what the algorithm's cost_formula says in words, as fields.
+// tests/sim/closed_form_test.cc compares the simulator with the closed form
+// on every algorithm, within these conditions.
+struct CostExactness {
+  bool exact = true;               // false: an estimate (approximate), never compared
+  bool power_of_two_only = false;  // exact for p a power of two only
+  bool segment_divides_n = false;  // exact where the segment divides n only
+};
+inline constexpr CostExactness kCostExact{};
+inline constexpr CostExactness kCostApproximate{.exact = false};
+inline constexpr CostExactness kCostExactForPowersOfTwo{.power_of_two_only = true};
+inline constexpr CostExactness kCostExactWhenSegmentDivides{.segment_divides_n = true};
 
 struct AlgorithmDef {
   Collective collective;
@@ -31,6 +46,8 @@ struct AlgorithmDef {
   std::vector<std::string> variants;
   // One line for `collkit algorithms`: the closed-form cost in words.
   std::string cost_formula;
+  // Where `cost` is exact, as cost_formula states it.
+  CostExactness exactness;
   // Which p the algorithm accepts and how (e.g. "any p (fold to 2^floor(log2 p))").
   std::string accepts;
   // The rank's program. Must accept any p >= 1, any root, any count >= 0.

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "algorithms/registry.h"
@@ -194,7 +195,8 @@ void BM_NcclCluster(benchmark::State& state) {
   NcclChoice choice;
   for (auto _ : state) {
     const NcclContext ctx = nccl_context(*topo, p);
-    choice = nccl_choose(ctx, Collective::all_reduce, bytes, DataType::float32, RedOp::sum, "");
+    choice = nccl_choose(ctx, Collective::all_reduce, bytes, DataType::float32, RedOp::sum,
+                         std::nullopt);
     ScheduleSpec spec = nccl_schedule_spec(all_reduce_spec("nccl", p, bytes), ctx, choice, *topo);
     spec.fold_channels = fold;
     r = simulate(*make_schedule(spec), *topo);

@@ -144,7 +144,7 @@ std::unique_ptr<Schedule> row_schedule(const ScheduleSpec& spec, const ResultRow
   if (!is_nccl_algorithm(spec.algorithm) || !is_library_own(row.algorithm))
     return make_schedule(spec);
   if (!nccl_ctx) nccl_ctx = nccl_context(base, spec.ranks);
-  const std::string variant = nccl_variant(spec.algorithm);
+  const auto variant = nccl_variant(spec.algorithm);
   const NcclChoice choice = nccl_choose(*nccl_ctx, spec.collective, spec.count * spec.elem_size,
                                         dtype, row.op.value_or(r.op), variant);
   return make_schedule(nccl_schedule_spec(spec, *nccl_ctx, choice, base));

@@ -1,6 +1,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "algorithms/catalogue.h"
@@ -109,7 +110,7 @@ void add_schedule_command(CLI::App& app) {
       const RedOp op = parse_red_op(a->op);
       const std::unique_ptr<Topology> topology = load_topology(a->topology, ranks);
       const NcclContext ctx = nccl_context(*topology, ranks);
-      const std::string variant = nccl_variant(a->algorithm);
+      const std::optional<NcclVariant> variant = nccl_variant(a->algorithm);
       const NcclChoice choice =
           nccl_choose(ctx, spec.collective, spec.count * spec.elem_size, type, op, variant);
       schedule = make_schedule(nccl_schedule_spec(spec, ctx, choice, *topology));

@@ -2,7 +2,7 @@
 // channel is one thread block that moves its share of the data along its own
 // rank order (docs/NCCL.md). A plan is pure data: the orders come from a
 // search over a topology (topologies/channels.h) or from a default, and the
-// `nccl` generators (algorithms/nccl.cc) read them.
+// `nccl` generators (algorithms/nccl*.cc) read them.
 #pragma once
 
 #include <cstddef>

@@ -43,7 +43,8 @@ class CommCost {
       // --algorithm nccl` on the same ranks).
       spec.algorithm = "nccl";
       const NcclContext ctx = nccl_context(group, size);
-      const NcclChoice choice = nccl_choose(ctx, c, spec.count * elem, dtype_, RedOp::sum, "");
+      const NcclChoice choice =
+          nccl_choose(ctx, c, spec.count * elem, dtype_, RedOp::sum, std::nullopt);
       const double t =
           simulate(*make_schedule(nccl_schedule_spec(spec, ctx, choice, group)), group, sim_).time;
       ++simulations_;

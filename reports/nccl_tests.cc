@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <set>
@@ -194,6 +195,29 @@ int ranks_that_fit(Collective c, std::int64_t bytes, const Figures& f) {
   return 0;
 }
 
+// Every rank count under which the row's figures agree, within their
+// printed rounding; nullopt when the row cannot tell (busbw factor 1, a
+// figure too small to read, or a ratio that allows any count). The ratio
+// busbw / algbw within rounding bounds the count; each count in between is
+// checked.
+std::optional<std::vector<int>> ranks_fitting(Collective c, std::int64_t bytes, const Figures& f) {
+  if (c == Collective::broadcast || c == Collective::reduce || c == Collective::barrier)
+    return std::nullopt;
+  const double a_lo = f.algbw.value - f.algbw.half, a_hi = f.algbw.value + f.algbw.half;
+  const double b_lo = f.busbw.value - f.busbw.half, b_hi = f.busbw.value + f.busbw.half;
+  if (!(a_lo > 0) || !(b_lo > 0)) return std::nullopt;
+  const double scale = c == Collective::all_reduce ? 2.0 : 1.0;
+  const double r_lo = b_lo / a_hi, r_hi = b_hi / a_lo;
+  if (!(r_hi < scale)) return std::nullopt;
+  const double p_lo = std::max(1.0, std::floor(scale / (scale - r_lo)));
+  const double p_hi = std::ceil(scale / (scale - r_hi));
+  if (!(p_hi - p_lo < 1e5)) return std::nullopt;
+  std::vector<int> out;
+  for (int p = static_cast<int>(p_lo); p <= static_cast<int>(p_hi); ++p)
+    if (check_figures(bytes, f, busbw_factor(c, p)) == Mismatch::none) out.push_back(p);
+  return out;
+}
+
 // ---- Names ----------------------------------------------------------------
 
 struct BinaryName {
@@ -364,6 +388,13 @@ struct Table {
   bool footer = false;
   std::optional<std::int64_t> out_of_bounds;
   std::optional<double> avg_busbw;
+  // Ranks from nThread x nGpus that the rows disagree with: the first such
+  // row's line and message, and the counts every informative row fits
+  // (nullopt until a row tells), so the error can name the count the whole
+  // table fits rather than what one rounded row allows.
+  int ranks_mismatch_line = 0;
+  std::string ranks_mismatch;
+  std::optional<std::vector<int>> ranks_fitting;
 };
 
 struct Stream {
@@ -786,6 +817,39 @@ class TextReader {
          "before this table; give --ranks");
   }
 
+  // Keeps the counts this row fits among those every earlier row fits.
+  static void narrow_ranks(Table& t, std::int64_t size, const Figures& f) {
+    std::optional<std::vector<int>> fit = ranks_fitting(t.collective, size, f);
+    if (!fit) return;
+    if (!t.ranks_fitting) {
+      t.ranks_fitting = std::move(fit);
+      return;
+    }
+    std::vector<int> both;
+    std::set_intersection(t.ranks_fitting->begin(), t.ranks_fitting->end(), fit->begin(),
+                          fit->end(), std::back_inserter(both));
+    t.ranks_fitting = std::move(both);
+  }
+
+  // The error of a table whose rows disagree with nThread x nGpus.
+  [[noreturn]] void fail_ranks(const Table& t) const {
+    std::string why =
+        t.ranks_mismatch + " (p = " + std::to_string(t.ranks) + " from " + t.ranks_from + ")";
+    const std::vector<int> fit = t.ranks_fitting.value_or(std::vector<int>{});
+    if (fit.size() == 1)
+      why += "; the rows fit p = " + std::to_string(fit.front()) + ": give --ranks " +
+             std::to_string(fit.front()) +
+             " (several processes, and the log has no '# Rank' lines?)";
+    else if (fit.size() > 1)
+      why += "; the rows fit p = " + std::to_string(fit.front()) + ".." +
+             std::to_string(fit.back()) +
+             ": give --ranks with the run's process count (several processes, and the log has "
+             "no '# Rank' lines?)";
+    else
+      why += ": several processes? give --ranks with the run's process count";
+    fail(t.ranks_mismatch_line, why);
+  }
+
   std::string ranks_hint(const Table& t, int fits) const {
     std::string s = " (p = " + std::to_string(t.ranks) + " from " + t.ranks_from + ")";
     if (fits > 0 && fits != t.ranks) {
@@ -932,15 +996,24 @@ class TextReader {
                  std::to_string(size) + " B / " + std::string(tok(grp.time)) + " us = " +
                  two(f.time.value > 0 ? static_cast<double>(size) / (f.time.value * 1e3) : 0.0) +
                  " GB/s");
-      case Mismatch::busbw:
-        fail(line.number, where + "busbw: " + std::string(tok(grp.busbw)) + " GB/s, but algbw " +
-                              std::string(tok(grp.algbw)) + " x " + factor_text(t.collective) +
-                              " = " + two(f.algbw.value * factor) + " for " +
-                              std::string(to_string(t.collective)) +
-                              ranks_hint(t, ranks_that_fit(t.collective, size, f)));
+      case Mismatch::busbw: {
+        const std::string why = where + "busbw: " + std::string(tok(grp.busbw)) +
+                                " GB/s, but algbw " + std::string(tok(grp.algbw)) + " x " +
+                                factor_text(t.collective) + " = " + two(f.algbw.value * factor) +
+                                " for " + std::string(to_string(t.collective));
+        if (!t.ranks_from_threads)
+          fail(line.number, why + ranks_hint(t, ranks_that_fit(t.collective, size, f)));
+        if (t.ranks_mismatch_line == 0) {
+          t.ranks_mismatch_line = line.number;
+          t.ranks_mismatch = why;
+        }
+        break;
+      }
       case Mismatch::none:
         break;
     }
+    if (t.ranks_from_threads) narrow_ranks(t, size, f);
+    if (t.ranks_mismatch_line > 0) return;  // the table fails when it closes
     std::int64_t wrong = -1;
     if (grp.wrong >= 0 && grp.wrong_is_count && tok(grp.wrong) != "N/A") {
       const std::optional<double> w = to_double(tok(grp.wrong));
@@ -968,6 +1041,7 @@ class TextReader {
 
   void on_average(Stream& s, const Line& line, std::string_view c) {
     Table& t = *s.table;
+    if (t.ranks_mismatch_line > 0) fail_ranks(t);  // its rows were not kept
     const std::size_t colon = c.find(':');
     const std::vector<std::string_view> v = colon == std::string_view::npos
                                                 ? std::vector<std::string_view>{}
@@ -1007,6 +1081,7 @@ class TextReader {
     if (!s.table) return;
     Table t = std::move(*s.table);
     s.table.reset();
+    if (t.ranks_mismatch_line > 0) fail_ranks(t);
     s.banner.clear();
     if (t.rows.empty()) {
       if (empty_table_line_ == 0) empty_table_line_ = t.layout.line;

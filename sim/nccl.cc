@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/error.h"
@@ -72,8 +73,14 @@ int log2i(double x) {
 }
 
 // Every variant nccl_choose weighs, in NCCL's order of preference on ties.
-constexpr const char* kVariants[] = {"ring",           "tree",          "nvls", "nvls_tree",
-                                     "collnet_direct", "collnet_chain", "p2p",  "pat"};
+constexpr NcclVariant kVariants[] = {NcclVariant::ring,
+                                     NcclVariant::tree,
+                                     NcclVariant::nvls,
+                                     NcclVariant::nvls_tree,
+                                     NcclVariant::collnet_direct,
+                                     NcclVariant::collnet_chain,
+                                     NcclVariant::p2p,
+                                     NcclVariant::pat};
 
 // The first in-network switch entry on the route src -> dst other than
 // `skip`; false when none.
@@ -92,6 +99,18 @@ bool in_network_entry(const Topology& topology, int src, int dst, LinkId skip, L
   return false;
 }
 
+// The variant a nccl name pins into `variant` (nullopt: NCCL's own choice,
+// "nccl", "nccl:" or "nccl:auto"); false when the name after "nccl:" is no
+// variant.
+bool pinned_variant(const std::string& name, std::optional<NcclVariant>& variant) {
+  const std::size_t colon = name.find(':');
+  const std::string v = colon == std::string::npos ? std::string() : name.substr(colon + 1);
+  variant.reset();
+  if (v.empty() || v == kNcclAuto) return true;
+  variant = parse_nccl_variant(v);
+  return variant.has_value();
+}
+
 bool nvls_supported(DataType t, RedOp op) {
   if (t == DataType::int8 || t == DataType::uint8) return false;
   if (op == RedOp::sum) return true;
@@ -105,22 +124,27 @@ bool is_nccl_algorithm(const std::string& name) {
   return name == "nccl" || name.rfind("nccl:", 0) == 0;
 }
 
-std::string nccl_variant(const std::string& name) {
-  const std::size_t colon = name.find(':');
-  std::string variant = colon == std::string::npos ? std::string() : name.substr(colon + 1);
-  if (variant == "auto") variant.clear();
+std::optional<NcclVariant> nccl_variant(const std::string& name) {
+  std::optional<NcclVariant> variant;
+  if (!pinned_variant(name, variant)) {
+    std::string valid(kNcclAuto);
+    for (NcclVariant v : kNcclVariants) valid += ", " + std::string(to_string(v));
+    throw UsageError("unknown variant '" + name.substr(name.find(':') + 1) +
+                     "' of algorithm 'nccl'; valid: " + valid);
+  }
   return variant;
 }
 
 bool nccl_applies(const NcclContext& ctx, Collective c, const std::string& algorithm, DataType type,
                   RedOp op) {
   if (!is_nccl_algorithm(algorithm)) return false;
-  const std::string variant = nccl_variant(algorithm);
-  for (const char* v : kVariants) {
-    if (!variant.empty() && variant != v) continue;
+  std::optional<NcclVariant> variant;
+  if (!pinned_variant(algorithm, variant)) return false;
+  for (NcclVariant v : kVariants) {
+    if (variant && *variant != v) continue;
     for (Protocol pr : kAllProtocols)
       for (std::int64_t bytes : {std::int64_t{1024}, std::int64_t{1} << 24})
-        if (nccl_model_time(ctx, c, v, pr, bytes, type, op) >= 0) return true;
+        if (nccl_model_time(ctx, c, v, pr, bytes, type, op)) return true;
   }
   return false;
 }
@@ -165,32 +189,36 @@ NcclContext nccl_context(const Topology& topology, int ranks) {
   return ctx;
 }
 
-double nccl_model_time(const NcclContext& ctx, Collective c, const std::string& variant,
-                       Protocol protocol, std::int64_t bytes_in, DataType type, RedOp op) {
+std::optional<double> nccl_model_time(const NcclContext& ctx, Collective c, NcclVariant variant,
+                                      Protocol protocol, std::int64_t bytes_in, DataType type,
+                                      RedOp op) {
   const int p = protocol_index(protocol);
-  if (p < 0) return -1;
+  if (p < 0) return std::nullopt;
   const int n = ctx.ranks;
   const int nodes = ctx.nodes;
   const double ppn = static_cast<double>(n) / nodes;
   const double bytes = static_cast<double>(bytes_in);
-  if (n == 1) return variant == "ring" && protocol == Protocol::simple ? 0.0 : -1.0;
+  if (n == 1) {
+    if (variant == NcclVariant::ring && protocol == Protocol::simple) return 0.0;
+    return std::nullopt;
+  }
   const bool ar = c == Collective::all_reduce;
-  if (variant == "p2p") {
+  if (variant == NcclVariant::p2p) {
     if (c != Collective::all_to_all && c != Collective::scatter && c != Collective::gather)
-      return -1;
+      return std::nullopt;
     // Not NCCL's model (it has none for p2p): LL for small messages, else Simple.
     const double per_peer = bytes / n;
     const bool ll = per_peer <= kP2pLlThreshold;
-    if ((protocol == Protocol::ll) != ll || protocol == Protocol::ll128) return -1;
-    return 0;
+    if ((protocol == Protocol::ll) != ll || protocol == Protocol::ll128) return std::nullopt;
+    return 0.0;
   }
   if (c == Collective::all_to_all || c == Collective::scatter || c == Collective::gather ||
       c == Collective::barrier)
-    return -1;
+    return std::nullopt;
   double bus = 0, lat = 0, alg = 0;
   const double* intra_ring = ctx.nvlink ? kRingNvlink : kRingPci;
   const double* intra_tree = ctx.nvlink ? kTreeNvlink : kTreePci;
-  if (variant == "ring") {
+  if (variant == NcclVariant::ring) {
     const int nsteps = ar ? 2 * (n - 1)
                        : c == Collective::all_gather || c == Collective::reduce_scatter ? n - 1
                                                                                         : n;
@@ -213,8 +241,8 @@ double nccl_model_time(const NcclContext& ctx, Collective c, const std::string& 
     if (nodes > 1) intra = std::max(intra, protocol == Protocol::simple ? 3.0 : 1.0);
     lat = kRingBase[p] + (nsteps - inter_steps) * intra + inter_steps * kRingNet[p];
     if (ar && nodes > 1 && protocol == Protocol::simple && bytes >= n / 16.0 * 65536) lat *= 1.4;
-  } else if (variant == "tree") {
-    if (!ar) return -1;
+  } else if (variant == NcclVariant::tree) {
+    if (!ar) return std::nullopt;
     bus = ctx.tree_channels * ctx.tree_bw;
     const double per_ch = kTreePerCh[nodes == 1 ? 0 : nodes == 2 ? 1 : 2];
     bus = std::min(0.92 * bus, ctx.tree_channels * per_ch);
@@ -224,16 +252,16 @@ double nccl_model_time(const NcclContext& ctx, Collective c, const std::string& 
     const int log_size = log2i(bytes / 64);
     if (log_size < 22) alg *= kTreeCorrection[p][std::max(0, log_size)];
     lat = kTreeBase[p] + 2 * ((ppn - 1) * intra_tree[p] + log2i(nodes) * kTreeNet[p]);
-  } else if (variant == "nvls" || variant == "nvls_tree") {
+  } else if (variant == NcclVariant::nvls || variant == NcclVariant::nvls_tree) {
     if (!ar || ctx.nvls_heads == 0 || protocol != Protocol::simple || !nvls_supported(type, op))
-      return -1;
+      return std::nullopt;
     // NVLS across nodes needs CollNet (the network's switches reduce); NVLS
     // tree needs several nodes.
-    if (variant == "nvls" && nodes > 1 && ctx.collnet_heads == 0) return -1;
-    if (variant == "nvls_tree" && nodes == 1) return -1;
+    if (variant == NcclVariant::nvls && nodes > 1 && ctx.collnet_heads == 0) return std::nullopt;
+    if (variant == NcclVariant::nvls_tree && nodes == 1) return std::nullopt;
     bus = ctx.nvls_heads * ctx.nvls_bw;
     alg = bus * 5.0 / 6.0;
-    if (variant == "nvls") {
+    if (variant == NcclVariant::nvls) {
       lat = kNvlsIntra;
       if (nodes > 1) {
         // The NVLS graph's bandwidth is the lower of NVLink's and the NIC's.
@@ -246,13 +274,14 @@ double nccl_model_time(const NcclContext& ctx, Collective c, const std::string& 
                                          ctx.tree_channels * kTreePerCh[nodes == 2 ? 1 : 2]));
       lat = kNvlsIntra + 2 * log2i(nodes) * kNvlsTreeNet;
     }
-  } else if (variant == "collnet_direct") {
+  } else if (variant == NcclVariant::collnet_direct) {
     // SHARP across nodes, direct NVLink transfers inside (NCCL: an NVSwitch
     // system, at most 8 GPUs per node); Simple only; all_reduce (NCCL's
     // all_gather / reduce_scatter over CollNet need a plugin with those
     // collectives, not modelled). Not on one node.
-    if (!ar || ctx.collnet_heads == 0 || nodes == 1 || protocol != Protocol::simple) return -1;
-    if (ctx.nvls_heads == 0 || ppn > 8) return -1;
+    if (!ar || ctx.collnet_heads == 0 || nodes == 1 || protocol != Protocol::simple)
+      return std::nullopt;
+    if (ctx.nvls_heads == 0 || ppn > 8) return std::nullopt;
     bus = ctx.collnet_heads * ctx.collnet_bw;
     double factor = ppn / ctx.collnet_heads;  // GPUs per NIC
     factor -= (factor - 1) / 2;
@@ -262,74 +291,78 @@ double nccl_model_time(const NcclContext& ctx, Collective c, const std::string& 
     const int local = static_cast<int>(ppn) - 1;
     lat =
         2 * (std::min(1, local) * kCollnetDirectIntra + local * kCollnetArity) + kCollnetDirectNet;
-  } else if (variant == "collnet_chain") {
+  } else if (variant == NcclVariant::collnet_chain) {
     // SHARP across nodes, a chain through each node's GPUs to the head of
     // the channel; Simple only; all_reduce; not on one node.
-    if (!ar || ctx.collnet_heads == 0 || nodes == 1 || protocol != Protocol::simple) return -1;
+    if (!ar || ctx.collnet_heads == 0 || nodes == 1 || protocol != Protocol::simple)
+      return std::nullopt;
     alg = 0.5 * ctx.collnet_heads * ctx.collnet_bw;
     lat = 2 * (ppn - 1) * kCollnetChainIntra + kCollnetChainNet;
-  } else if (variant == "pat") {
+  } else if (variant == NcclVariant::pat) {
     // One GPU per node only (ncclPatEnable), Simple only; no scaled
     // reduce-scatter (avg). The tree graph's channels and bandwidth; the
     // all_gather / reduce_scatter bandwidth is not converted to algbw.
-    if (c != Collective::all_gather && c != Collective::reduce_scatter) return -1;
-    if (nodes != n || protocol != Protocol::simple) return -1;
-    if (c == Collective::reduce_scatter && op == RedOp::avg) return -1;
+    if (c != Collective::all_gather && c != Collective::reduce_scatter) return std::nullopt;
+    if (nodes != n || protocol != Protocol::simple) return std::nullopt;
+    if (c == Collective::reduce_scatter && op == RedOp::avg) return std::nullopt;
     alg = kPatBwFactor * ctx.tree_channels * ctx.tree_bw;
     lat = kPatBase + log2i(nodes) * kTreeNet[p] / kPatLogDivisor + n * kPatPerRank;
   } else {
-    return -1;
+    return std::nullopt;
   }
-  if (!(alg > 0)) return -1;
+  if (!(alg > 0)) return std::nullopt;
   return lat + bytes / (1000.0 * alg);
 }
 
 NcclChoice nccl_choose(const NcclContext& ctx, Collective c, std::int64_t bytes, DataType type,
-                       RedOp op, const std::string& variant) {
+                       RedOp op, std::optional<NcclVariant> variant) {
   NcclChoice best;
-  double best_t = -1;
-  for (const std::string v : kVariants) {
-    if (!variant.empty() && v != variant) continue;
+  std::optional<double> best_t;
+  for (NcclVariant v : kVariants) {
+    if (variant && v != *variant) continue;
     for (Protocol pr : kAllProtocols) {
-      const double t = nccl_model_time(ctx, c, v, pr, bytes, type, op);
-      if (t < 0) continue;
-      if (best_t < 0 || t < best_t) {
+      const std::optional<double> t = nccl_model_time(ctx, c, v, pr, bytes, type, op);
+      if (!t) continue;
+      if (!best_t || *t < *best_t) {
         best_t = t;
         best.variant = v;
         best.protocol = pr;
       }
     }
   }
-  if (best_t < 0)
-    throw UsageError("nccl" + (variant.empty() ? std::string() : ":" + variant) + ": NCCL has no " +
-                     (variant.empty() ? std::string("algorithm") : variant) + " for " +
+  if (!best_t) {
+    const std::string name = variant ? std::string(to_string(*variant)) : std::string();
+    throw UsageError("nccl" + (variant ? ":" + name : std::string()) + ": NCCL has no " +
+                     (variant ? name : std::string("algorithm")) + " for " +
                      std::string(to_string(c)) + " with " + std::string(to_string(type)) + " " +
                      std::string(to_string(op)) + " on this topology (" +
                      std::to_string(ctx.ranks) + " ranks, " + std::to_string(ctx.nodes) +
                      " node(s)" + (ctx.nvls_heads == 0 ? ", no NVLS switch" : "") + ")");
-  best.model_us = best_t;
+  }
+  best.model_us = *best_t;
   best.channels = nccl_channels(ctx, c, bytes, best.variant, best.protocol);
   return best;
 }
 
-int nccl_channels(const NcclContext& ctx, Collective c, std::int64_t bytes,
-                  const std::string& variant, Protocol protocol) {
+int nccl_channels(const NcclContext& ctx, Collective c, std::int64_t bytes, NcclVariant variant,
+                  Protocol protocol) {
   // Channels (enqueue.cc): NVLS a fixed count; ring and tree fewer for small
   // sizes, and never more than 16 KiB of traffic per channel allows.
   const int pi = std::max(0, protocol_index(protocol));
   int nc = ctx.runtime_channels;
-  if (variant == "nvls" || variant == "nvls_tree") {
+  if (variant == NcclVariant::nvls || variant == NcclVariant::nvls_tree) {
     nc = std::min(nc, kNvlsChannels);
-  } else if (variant == "collnet_direct" || variant == "collnet_chain") {
+  } else if (variant == NcclVariant::collnet_direct || variant == NcclVariant::collnet_chain) {
     // Fewer channels while each would get less than the threshold per
     // thread of every head (enqueue.cc's CollNet loop, without its halving
     // of the threshold past 1.5x each switch point).
     const double per_channel =
         static_cast<double>(kMaxThreads[pi]) * kCollnetThreadThreshold * ctx.collnet_heads;
     while (static_cast<double>(bytes) < nc * per_channel && nc >= 2) --nc;
-  } else if (variant != "p2p") {
+  } else if (variant != NcclVariant::p2p) {
     const double threshold =
-        kThreadThreshold[pi] * (variant == "ring" && protocol == Protocol::ll ? ctx.ranks : 1);
+        kThreadThreshold[pi] *
+        (variant == NcclVariant::ring && protocol == Protocol::ll ? ctx.ranks : 1);
     while (static_cast<double>(bytes) < nc * kMaxThreads[pi] * threshold && nc >= 2) --nc;
     double traffic = static_cast<double>(bytes) * (c == Collective::all_reduce ? 2 : 1);
     if (protocol == Protocol::ll) traffic *= 4;
@@ -341,7 +374,7 @@ int nccl_channels(const NcclContext& ctx, Collective c, std::int64_t bytes,
 ScheduleSpec nccl_schedule_spec(ScheduleSpec base, const NcclContext& ctx, const NcclChoice& choice,
                                 const Topology& topology) {
   base.algorithm = "nccl";
-  base.variant = choice.variant;
+  base.variant = std::string(to_string(choice.variant));
   base.protocol = choice.protocol;
   ChannelPlan plan = first_channels(ctx.search.plan, choice.channels);
   // GPU endpoints send eagerly into their peers' FIFOs: a pipelined schedule
@@ -362,8 +395,8 @@ ScheduleSpec nccl_schedule_spec(ScheduleSpec base, const NcclContext& ctx, const
 }
 
 std::string describe(const NcclChoice& choice) {
-  return choice.variant + "/" + std::string(to_string(choice.protocol)) + "/" +
-         std::to_string(choice.channels) + "ch";
+  return std::string(to_string(choice.variant)) + "/" + std::string(to_string(choice.protocol)) +
+         "/" + std::to_string(choice.channels) + "ch";
 }
 
 }  // namespace collkit

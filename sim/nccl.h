@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "algorithms/nccl_variant.h"
 #include "algorithms/schedule.h"
 #include "core/dtypes.h"
 #include "core/protocol.h"
@@ -46,29 +48,31 @@ NcclContext nccl_context(const Topology& topology, int ranks);
 
 // One (algorithm, protocol, channels) NCCL would run, with its model's time.
 struct NcclChoice {
-  std::string variant;  // ring, tree, nvls, nvls_tree, collnet_direct, p2p, pat
+  NcclVariant variant = NcclVariant::ring;
   Protocol protocol = Protocol::simple;
   int channels = 1;
   double model_us = 0;  // NCCL's own estimate (its cost model)
 };
 
-// NCCL's time estimate for `variant` with `protocol` for a call of `bytes`
-// (NCCL's nBytes: the whole buffer, as nccl-tests' size); negative when
+// NCCL's time estimate (us) for `variant` with `protocol` for a call of
+// `bytes` (NCCL's nBytes: the whole buffer, as nccl-tests' size); none when
 // NCCL would not run that pair (disabled, or not supported for the op/type).
-double nccl_model_time(const NcclContext& ctx, Collective c, const std::string& variant,
-                       Protocol protocol, std::int64_t bytes, DataType type, RedOp op);
+std::optional<double> nccl_model_time(const NcclContext& ctx, Collective c, NcclVariant variant,
+                                      Protocol protocol, std::int64_t bytes, DataType type,
+                                      RedOp op);
 
 // NCCL's choice at `bytes`: the fastest pair by its model, restricted to
-// `variant` when given (nccl:ring picks only the protocol); then the channel
-// count NCCL uses for that size. Throws UsageError when nothing applies.
+// `variant` when given (nccl:ring picks only the protocol; nullopt: NCCL's
+// own choice among all); then the channel count NCCL uses for that size.
+// Throws UsageError when nothing applies.
 NcclChoice nccl_choose(const NcclContext& ctx, Collective c, std::int64_t bytes, DataType type,
-                       RedOp op, const std::string& variant);
+                       RedOp op, std::optional<NcclVariant> variant);
 
 // The channel count NCCL runs `variant` with `protocol` on for a call of
 // `bytes` (src/enqueue.cc): what nccl_choose sets for its choice, and what
 // the tuner (tuner/) simulates every (variant, protocol) pair with.
-int nccl_channels(const NcclContext& ctx, Collective c, std::int64_t bytes,
-                  const std::string& variant, Protocol protocol);
+int nccl_channels(const NcclContext& ctx, Collective c, std::int64_t bytes, NcclVariant variant,
+                  Protocol protocol);
 
 // The spec the simulator runs for the choice: the base spec (collective,
 // sizes, root) with the variant, protocol, the plan restricted to the chosen
@@ -81,9 +85,10 @@ std::string describe(const NcclChoice& choice);
 
 // True for "nccl" and "nccl:<variant>".
 bool is_nccl_algorithm(const std::string& name);
-// The variant a nccl name pins ("nccl:ring" -> "ring"); "" for NCCL's own
-// choice ("nccl", "nccl:auto").
-std::string nccl_variant(const std::string& name);
+// The variant a nccl name pins ("nccl:ring" -> ring); nullopt for NCCL's
+// own choice ("nccl", "nccl:auto"). Throws UsageError for a name after
+// "nccl:" that is no variant.
+std::optional<NcclVariant> nccl_variant(const std::string& name);
 
 // Whether NCCL runs `algorithm` ("nccl" or "nccl:<variant>") for this
 // collective, type and op on the context's machine at all (nccl:nvls needs

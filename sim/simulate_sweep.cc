@@ -45,8 +45,7 @@ std::vector<SweepPoint> simulate_sweep(const SweepSpec& spec, const Topology& to
   // protocol and channels come from there (named variants with
   // nccl_as_bench: as bench builds them, like any other schedule).
   const auto on_topology = [&](const std::string& algorithm) {
-    return is_nccl_algorithm(algorithm) &&
-           (!sweep.nccl_as_bench || nccl_variant(algorithm).empty());
+    return is_nccl_algorithm(algorithm) && (!sweep.nccl_as_bench || !nccl_variant(algorithm));
   };
   bool any_nccl = false;
   for (const std::string& algorithm : sweep.algorithms) {

@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "algorithms/nccl_variant.h"
 #include "algorithms/registry.h"
 #include "core/nccl_sizes.h"
 #include "sim/nccl.h"
@@ -12,18 +13,19 @@
 namespace collkit {
 namespace {
 
-// The nccl family's variants NCCL's tuner table has a row for, with the row.
+// The nccl family's variants NCCL's tuner table has a row for, with the row
+// (NCCL_ALGO_*: tuner_algorithm_name names it in the files).
 struct Variant {
-  const char* name;
+  NcclVariant variant;
   int algorithm;
 };
-constexpr std::array<Variant, 7> kVariants = {{{"tree", 0},
-                                               {"ring", 1},
-                                               {"collnet_direct", 2},
-                                               {"collnet_chain", 3},
-                                               {"nvls", 4},
-                                               {"nvls_tree", 5},
-                                               {"pat", 6}}};
+constexpr std::array<Variant, 7> kVariants = {{{NcclVariant::tree, 0},
+                                               {NcclVariant::ring, 1},
+                                               {NcclVariant::collnet_direct, 2},
+                                               {NcclVariant::collnet_chain, 3},
+                                               {NcclVariant::nvls, 4},
+                                               {NcclVariant::nvls_tree, 5},
+                                               {NcclVariant::pat, 6}}};
 
 // Protocol id (NCCL_PROTO_*) as collkit's Protocol: LL, LL128, Simple.
 Protocol protocol_of(int id) { return kAllProtocols[id]; }
@@ -75,7 +77,7 @@ std::vector<std::int64_t> sizes_of(const NcclContext& ctx, Collective c, const V
                                    int ranks) {
   const int elem = size_of(spec.dtype);
   const Protocol pr = protocol_of(p);
-  const auto ch = [&](std::int64_t b) { return nccl_channels(ctx, c, b, v.name, pr); };
+  const auto ch = [&](std::int64_t b) { return nccl_channels(ctx, c, b, v.variant, pr); };
   std::vector<std::int64_t> out;
   out.reserve(grid.size());
   for (const SizeMapping& m : grid) out.push_back(m.spec_count * elem);
@@ -115,7 +117,7 @@ void for_each_point(const Topology& topology, int ranks, const TunerSpec& spec, 
     for (const Variant& v : kVariants)
       for (int p = 0; p < kTunerProtocols; ++p)
         for (std::int64_t bytes : sizes_of(ctx, c, v, p, grid, spec, ranks)) {
-          if (nccl_model_time(ctx, c, v.name, protocol_of(p), bytes, spec.dtype, spec.op) < 0)
+          if (!nccl_model_time(ctx, c, v.variant, protocol_of(p), bytes, spec.dtype, spec.op))
             continue;
           // nccl-tests' size loop maps a size to the same nBytes back.
           const SizeMapping size = map_size(c, bytes, elem, ranks);
@@ -151,12 +153,13 @@ TunerComm tuner_comm(const Topology& topology, int ranks, const TunerSpec& spec,
           const SizeMapping& size, std::int64_t bytes) {
         comm.nodes = ctx.nodes;
         NcclChoice choice;
-        choice.variant = v.name;
+        choice.variant = v.variant;
         choice.protocol = protocol_of(p);
-        choice.channels = nccl_channels(ctx, c, bytes, v.name, choice.protocol);
+        choice.channels = nccl_channels(ctx, c, bytes, v.variant, choice.protocol);
         const SweepSpec sweep = sweep_of(topology, ranks, spec, c);
         const ScheduleSpec s = nccl_schedule_spec(
-            schedule_spec(sweep, std::string("nccl:") + v.name, size), ctx, choice, topology);
+            schedule_spec(sweep, "nccl:" + std::string(to_string(v.variant)), size), ctx, choice,
+            topology);
         const double us = simulate(*make_schedule(s), topology, spec.options).time * 1e6;
         TunerTable* t = nullptr;
         for (TunerTable& x : comm.tables)

@@ -32,7 +32,7 @@ Collective tuner_collective(int id);
 
 // The tables of a communicator of the topology's first `ranks` ranks: for
 // each collective, every (variant, protocol) of the nccl family NCCL's model
-// runs there (nccl_model_time >= 0), simulated at every size with the
+// runs there (nccl_model_time has a time), simulated at every size with the
 // channels NCCL would use (nccl_channels): the time `collkit simulate
 // --algorithm nccl:<variant>` reports where NCCL picks that protocol. Besides
 // the grid, each table has the two sizes either side of every size (in the

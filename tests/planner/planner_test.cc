@@ -310,7 +310,7 @@ TEST_F(AlexNetOnDgx, NcclPricingIsNcclsChoiceSimulated) {
       spec.elem_size = 2;
       spec.count = u.bytes / 2;
       const NcclChoice choice =
-          nccl_choose(ctx, u.collective, u.bytes, DataType::bfloat16, RedOp::sum, "");
+          nccl_choose(ctx, u.collective, u.bytes, DataType::bfloat16, RedOp::sum, std::nullopt);
       EXPECT_EQ(u.algorithm, "nccl " + describe(choice)) << lp.name;
       const double t =
           simulate(*make_schedule(nccl_schedule_spec(spec, ctx, choice, *topo_)), *topo_).time;

@@ -38,7 +38,7 @@ struct DataFile {
   Figures first_oop, first_ip;
   std::int64_t last_bytes, last_count;
   Figures last_oop, last_ip;
-  double avg_busbw;
+  double avg_busbw;  // -1: the file has no "# Avg bus bandwidth" line
 };
 
 const DataFile kFiles[] = {
@@ -417,6 +417,307 @@ const DataFile kFiles[] = {
      {85733.1, 200.39, 195.38},
      {85583.0, 200.74, 195.72},
      172.857},
+    // Gathered for issue 38 to measure the model only (SOURCES.md).
+    {"h100x16_2node_allreduce_aws-p5-keitaw-nccl2.22.3.txt",
+     Collective::all_reduce,
+     16,
+     true,
+     32,
+     "float",
+     8,
+     2,
+     {85.70, 0.00, 0.00},
+     {74.97, 0.00, 0.00},
+     17179869184,
+     4294967296,
+     {66023, 260.21, 487.90},
+     {65990, 260.34, 488.14},
+     124.584},
+    {"h100x16_2node_allreduce_aws-p5-keitaw-nccl2.20.3-ofituner.txt",
+     Collective::all_reduce,
+     16,
+     true,
+     32,
+     "float",
+     8,
+     2,
+     {65.43, 0.00, 0.00},
+     {64.78, 0.00, 0.00},
+     17179869184,
+     4294967296,
+     {66154, 259.69, 486.93},
+     {66064, 260.05, 487.59},
+     124.343},
+    {"h100x16_2node_allreduce_nccl-tests-issue309-qoofyk.txt",
+     Collective::all_reduce,
+     16,
+     true,
+     32,
+     "float",
+     8,
+     2,
+     {68.52, 0.00, 0.00},
+     {24.70, 0.00, 0.00},
+     17179869184,
+     4294967296,
+     {68652, 250.24, 469.21},
+     {68668, 250.19, 469.10},
+     139.56},
+    {"h100x32_4node_allreduce_nccl-tests-issue309-qoofyk-vm.txt",
+     Collective::all_reduce,
+     32,
+     true,
+     32,
+     "float",
+     8,
+     2,
+     {83.42, 0.00, 0.00},
+     {34.75, 0.00, 0.00},
+     17179869184,
+     4294967296,
+     {90986, 188.82, 365.84},
+     {91081, 188.62, 365.46},
+     107.51},
+    {"h100x16_2node_allreduce_nccl-tests-issue309-gjaion.txt",
+     Collective::all_reduce,
+     16,
+     true,
+     14,
+     "float",
+     1048576,
+     262144,
+     {93.25, 11.24, 21.08},
+     {82.98, 12.64, 23.69},
+     8589934592,
+     2147483648,
+     {34508, 248.92, 466.73},
+     {34514, 248.88, 466.65},
+     276.999},
+    {"h100x32_4node_allreduce_nccl-tests-issue309-gjaion.txt",
+     Collective::all_reduce,
+     32,
+     true,
+     14,
+     "float",
+     1048576,
+     262144,
+     {317.0, 3.31, 6.41},
+     {93.26, 11.24, 21.78},
+     8589934592,
+     2147483648,
+     {51285, 167.49, 324.52},
+     {51350, 167.28, 324.11},
+     191.212},
+    {"h100x64_8node_allreduce_nccl-tests-issue309-gjaion.txt",
+     Collective::all_reduce,
+     64,
+     true,
+     14,
+     "float",
+     1048576,
+     262144,
+     {117.0, 8.96, 17.64},
+     {115.7, 9.06, 17.84},
+     8589934592,
+     2147483648,
+     {52733, 162.90, 320.70},
+     {52754, 162.83, 320.57},
+     183.055},
+    {"h100x64_8node_allreduce_nccl-tests-issue309-gjaion-minctas24-qps2.txt",
+     Collective::all_reduce,
+     64,
+     true,
+     14,
+     "float",
+     1048576,
+     262144,
+     {127.0, 8.26, 16.26},
+     {110.5, 9.49, 18.69},
+     8589934592,
+     2147483648,
+     {43211, 198.79, 391.37},
+     {43506, 197.44, 388.72},
+     192.573},
+    {"h100x1024_128node_allreduce_ring_ll128_nccl-tests-issue322.txt",
+     Collective::all_reduce,
+     1024,
+     true,
+     5,
+     "float",
+     1073741824,
+     268435456,
+     {19355, 55.48, 110.84},
+     {19189, 55.96, 111.80},
+     17179869184,
+     4294967296,
+     {93457, 183.83, 367.29},
+     {93420, 183.90, 367.44},
+     -1},
+    {"h100x16_2node_allreduce_gcp-a3mega-tcpxo.txt",
+     Collective::all_reduce,
+     16,
+     true,
+     31,
+     "float",
+     8,
+     2,
+     {135.8, 0.00, 0.00},
+     {123.5, 0.00, 0.00},
+     8589934592,
+     2147483648,
+     {47535, 180.71, 338.82},
+     {47743, 179.92, 337.35},
+     70.742},
+    {"h100x16_2node_allreduce_oci-bm-gpu-h100-8.txt",
+     Collective::all_reduce,
+     16,
+     true,
+     5,
+     "float",
+     1073741824,
+     268435456,
+     {4511.2, 238.02, 446.28},
+     {4520.9, 237.50, 445.32},
+     17179869184,
+     4294967296,
+     {69338, 247.77, 464.57},
+     {69305, 247.89, 464.79},
+     458.452},
+    {"h200x16_2node_allreduce_nebius-ml-cookbook.txt",
+     Collective::all_reduce,
+     16,
+     true,
+     5,
+     "float",
+     1073741824,
+     268435456,
+     {4508.0, 238.19, 446.60},
+     {4489.7, 239.16, 448.42},
+     17179869184,
+     4294967296,
+     {67369, 255.01, 478.15},
+     {67212, 255.61, 479.26},
+     467.089},
+    {"mi300xx8_allreduce_rccl_hisohara-aac8.txt",
+     Collective::all_reduce,
+     8,
+     true,
+     31,
+     "float",
+     8,
+     2,
+     {19.28, 0.00, 0.00},
+     {17.24, 0.00, 0.00},
+     8589934592,
+     2147483648,
+     {47617, 180.40, 315.69},
+     {47584, 180.52, 315.91},
+     110.464},
+    {"mi300xx16_2node_allreduce_rccl_hisohara-aac10.txt",
+     Collective::all_reduce,
+     16,
+     true,
+     32,
+     "float",
+     8,
+     2,
+     {256.5, 0.00, 0.00},
+     {254.7, 0.00, 0.00},
+     17179869184,
+     4294967296,
+     {90115, 190.64, 357.46},
+     {90127, 190.62, 357.41},
+     92.3318},
+    {"h100x2_2node-1pernode_alltoall_xxrjun-cluster00.txt",
+     Collective::all_to_all,
+     2,
+     true,
+     10,
+     "double",
+     33554432,
+     2097152,
+     {1282.93, 26.15, 13.08},
+     {1266.72, 26.49, 13.24},
+     17179869184,
+     1073741824,
+     {635876, 27.02, 13.51},
+     {631396, 27.21, 13.60},
+     13.4689},
+    {"h100x16_2node_alltoall_xxrjun-cluster00.txt",
+     Collective::all_to_all,
+     16,
+     true,
+     10,
+     "double",
+     33554432,
+     262144,
+     {1382.27, 24.27, 22.76},
+     {1354.09, 24.78, 23.23},
+     17179869184,
+     134217728,
+     {682007, 25.19, 23.62},
+     {681661, 25.20, 23.63},
+     23.4963},
+    {"h100x16_2node_alltoall_xxrjun-cluster01.txt",
+     Collective::all_to_all,
+     16,
+     true,
+     3,
+     "double",
+     4294967296,
+     33554432,
+     {43852.6, 97.94, 91.82},
+     {43886.9, 97.86, 91.75},
+     17179869184,
+     134217728,
+     {174994, 98.17, 92.04},
+     {175000, 98.17, 92.03},
+     91.9179},
+    {"b200x16_2node_allgather_dranet-gke-a4.txt",
+     Collective::all_gather,
+     16,
+     true,
+     24,
+     "float",
+     1024,
+     16,
+     {280.4, 0.00, 0.00},
+     {233.9, 0.00, 0.00},
+     8589934592,
+     134217728,
+     {30970, 277.36, 260.03},
+     {31063, 276.53, 259.25},
+     59.3638},
+    {"b200x2_2node-1pernode_allgather_dranet-gke-a4.txt",
+     Collective::all_gather,
+     2,
+     true,
+     28,
+     "float",
+     0,
+     0,
+     {0.06, 0.00, 0.00},
+     {0.06, 0.00, 0.00},
+     1073741824,
+     134217728,
+     {14640, 73.35, 36.67},
+     {11892, 90.29, 45.14},
+     12.5463},
+    {"h200x2_2node-1pernode_allgather_dranet-gke-a3ultra.txt",
+     Collective::all_gather,
+     2,
+     true,
+     24,
+     "float",
+     1024,
+     128,
+     {21.75, 0.05, 0.02},
+     {20.94, 0.05, 0.02},
+     8589934592,
+     1073741824,
+     {133370, 64.41, 32.20},
+     {128890, 66.65, 33.32},
+     15.0709},
 };
 
 fs::path data_dir() { return fs::path(COLLKIT_SOURCE_DIR) / "tests" / "data" / "nccl-tests"; }
@@ -446,11 +747,14 @@ void expect_row(const ResultRow& r, std::int64_t bytes, std::int64_t count, bool
   EXPECT_DOUBLE_EQ(r.busbw_gbps, f.busbw);
 }
 
-TEST(NcclTestsData, AllTwentyFiveFilesAreHere) {
+// The twenty-five runs the model was set against and the twenty gathered
+// for issue 38 to measure it only (SOURCES.md); the INFO-line sidecars end
+// in .info.
+TEST(NcclTestsData, AllFortyFiveFilesAreHere) {
   int n = 0;
   for (const auto& e : fs::directory_iterator(data_dir())) n += e.path().extension() == ".txt";
-  EXPECT_EQ(n, 25);
-  EXPECT_EQ(std::size(kFiles), 25u);
+  EXPECT_EQ(n, 45);
+  EXPECT_EQ(std::size(kFiles), 45u);
 }
 
 TEST(NcclTestsData, EveryFileParsesWithItsRowsAndFigures) {
@@ -473,7 +777,10 @@ TEST(NcclTestsData, EveryFileParsesWithItsRowsAndFigures) {
     expect_row(r.results[1], d.first_bytes, d.first_count, true, d.first_ip);
     expect_row(r.results[r.results.size() - 2], d.last_bytes, d.last_count, false, d.last_oop);
     expect_row(r.results.back(), d.last_bytes, d.last_count, true, d.last_ip);
-    EXPECT_DOUBLE_EQ(r.extra["avg_busbw"].get<double>(), d.avg_busbw);
+    if (d.avg_busbw < 0)  // the run stopped before nccl-tests printed it
+      EXPECT_FALSE(r.extra.contains("avg_busbw"));
+    else
+      EXPECT_DOUBLE_EQ(r.extra["avg_busbw"].get<double>(), d.avg_busbw);
     // The alltoall run did not check in place: #wrong N/A.
     EXPECT_EQ(r.results[1].wrong, d.collective == Collective::all_to_all ? -1 : 0);
     EXPECT_EQ(r.results[0].wrong, 0);
@@ -512,8 +819,10 @@ TEST(NcclTestsData, BusbwRecomputedFromTimeMatchesThePrintedBusbw) {
     }
     EXPECT_EQ(table_rows, d.table_rows);
   }
-  // Thirteen tables, then the twelve 10-node tables with 1, 2 and 4 GPUs a node.
-  EXPECT_EQ(rows, 2 * (14 + 10 + 10 + 10 + 10 + 31 + 10 + 31 + 31 + 10 + 10 + 31 + 10 + 12 * 10));
+  // Thirteen tables, then the twelve 10-node tables with 1, 2 and 4 GPUs a
+  // node, then the twenty of issue 38.
+  EXPECT_EQ(rows, 2 * (14 + 10 + 10 + 10 + 10 + 31 + 10 + 31 + 31 + 10 + 10 + 31 + 10 + 12 * 10 +
+                       4 * 32 + 4 * 14 + 5 + 31 + 5 + 5 + 31 + 32 + 10 + 10 + 3 + 24 + 28 + 24));
 }
 
 // One process per GPU and no "# Rank" lines in the copies: nThread x nGpus
@@ -531,9 +840,24 @@ TEST(NcclTestsData, AWrongRankCountIsCaughtWithTheCountThatFits) {
     } catch (const FileError& e) {
       const std::string what = e.what();
       EXPECT_NE(what.find(std::string(d.name) + ":"), std::string::npos) << what;
-      EXPECT_NE(what.find("the row fits p = " + std::to_string(d.ranks) + ": give --ranks " +
-                          std::to_string(d.ranks)),
-                std::string::npos)
+      // A per-rank count names the count exactly from one row; busbw is
+      // rounded, so the reader keeps the counts every row fits.
+      const std::string give =
+          "p = " + std::to_string(d.ranks) + ": give --ranks " + std::to_string(d.ranks);
+      const std::size_t range = what.find("the rows fit p = ");
+      if (what.find("..", range) != std::string::npos) {
+        // Too many ranks for the rounded figures to pin one count (1,024):
+        // the range the rows allow holds the run's.
+        int lo = 0, hi = 0;
+        ASSERT_EQ(std::sscanf(what.c_str() + range, "the rows fit p = %d..%d", &lo, &hi), 2)
+            << what;
+        EXPECT_LE(lo, d.ranks) << what;
+        EXPECT_GE(hi, d.ranks) << what;
+        EXPECT_GE(d.ranks, 1000) << what;
+        continue;
+      }
+      EXPECT_TRUE(what.find("the row fits " + give) != std::string::npos ||
+                  what.find("the rows fit " + give) != std::string::npos)
           << what;
     }
   }

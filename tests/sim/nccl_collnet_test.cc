@@ -1,4 +1,4 @@
-// CollNet (SHARP) in the nccl family (algorithms/nccl.cc, "node-sharded
+// CollNet (SHARP) in the nccl family (algorithms/nccl_sharded.cc, "node-sharded
 // all_reduce"; sim/nccl.cc): nccl:collnet_direct and nccl:nvls across nodes.
 // Hand-worked times of the SHARP exchange through a switch that reduces and
 // through one that does not, the schedules verified on the shipped SHARP
@@ -145,12 +145,13 @@ TEST(CollnetSharp, VerifiesOnTheShippedClusterChannels) {
   const auto topo = shipped("h100-cluster-16x8-sharp");
   for (int ranks : {8, 16, 24, 32}) {
     const NcclContext ctx = nccl_context(*topo, ranks);
-    for (const std::string variant : {"collnet_direct", "collnet_chain", "nvls"}) {
-      if (variant != "nvls" && ranks == 8) continue;  // one node: no CollNet
+    for (NcclVariant variant :
+         {NcclVariant::collnet_direct, NcclVariant::collnet_chain, NcclVariant::nvls}) {
+      if (variant != NcclVariant::nvls && ranks == 8) continue;  // one node: no CollNet
       for (int channels : {1, 3, 16}) {
         for (std::int64_t count : {std::int64_t{1}, std::int64_t{ranks + 1}, std::int64_t{4099}}) {
-          SCOPED_TRACE(variant + " ranks " + std::to_string(ranks) + " channels " +
-                       std::to_string(channels) + " count " + std::to_string(count));
+          SCOPED_TRACE(std::string(to_string(variant)) + " ranks " + std::to_string(ranks) +
+                       " channels " + std::to_string(channels) + " count " + std::to_string(count));
           ScheduleSpec base;
           base.collective = Collective::all_reduce;
           base.ranks = ranks;
@@ -192,22 +193,25 @@ TEST(CollnetSharp, NcclModelOfCollnetAndNvlsAcrossNodes) {
   EXPECT_DOUBLE_EQ(ctx.collnet_bw, 48);
   for (std::int64_t bytes : {std::int64_t{8}, std::int64_t{1} << 20, std::int64_t{1} << 30}) {
     const double b = static_cast<double>(bytes);
-    EXPECT_NEAR(nccl_model_time(ctx, Collective::all_reduce, "collnet_direct", Protocol::simple,
-                                bytes, DataType::float32, RedOp::sum),
+    EXPECT_NEAR(nccl_model_time(ctx, Collective::all_reduce, NcclVariant::collnet_direct,
+                                Protocol::simple, bytes, DataType::float32, RedOp::sum)
+                    .value(),
                 44.0 + b / (1000.0 * 0.5 * 8 * 48 * 0.85), 1e-9 * (44 + b / 1e5));
-    EXPECT_NEAR(nccl_model_time(ctx, Collective::all_reduce, "collnet_chain", Protocol::simple,
-                                bytes, DataType::float32, RedOp::sum),
+    EXPECT_NEAR(nccl_model_time(ctx, Collective::all_reduce, NcclVariant::collnet_chain,
+                                Protocol::simple, bytes, DataType::float32, RedOp::sum)
+                    .value(),
                 2 * 7 * 2.8 + 30.0 + b / (1000.0 * 0.5 * 8 * 48), 1e-9 * (70 + b / 1e5));
-    EXPECT_NEAR(nccl_model_time(ctx, Collective::all_reduce, "nvls", Protocol::simple, bytes,
-                                DataType::float32, RedOp::sum),
+    EXPECT_NEAR(nccl_model_time(ctx, Collective::all_reduce, NcclVariant::nvls, Protocol::simple,
+                                bytes, DataType::float32, RedOp::sum)
+                    .value(),
                 43.0 + b / (1000.0 * 8 * 40 * 5.0 / 6.0), 1e-9 * (43 + b / 1e5));
     EXPECT_EQ(
-        nccl_choose(ctx, Collective::all_reduce, bytes, DataType::float32, RedOp::sum, "").variant,
-        "nvls");
+        nccl_choose(ctx, Collective::all_reduce, bytes, DataType::float32, RedOp::sum, std::nullopt)
+            .variant,
+        NcclVariant::nvls);
   }
-  EXPECT_LT(nccl_model_time(ctx, Collective::all_reduce, "collnet_direct", Protocol::ll, 1024,
-                            DataType::float32, RedOp::sum),
-            0);
+  EXPECT_FALSE(nccl_model_time(ctx, Collective::all_reduce, NcclVariant::collnet_direct,
+                               Protocol::ll, 1024, DataType::float32, RedOp::sum));
   const auto plain = shipped("h100-cluster-16x8");
   const NcclContext no = nccl_context(*plain, plain->num_ranks());
   EXPECT_EQ(no.collnet_heads, 0);
@@ -233,7 +237,7 @@ TEST(CollnetSharp, ALargeCallRunsAtTheNicOrNvlinkBound) {
   base.ranks = topo->num_ranks();
   base.count = bytes / 4;
   const NcclChoice choice = nccl_choose(ctx, Collective::all_reduce, bytes, DataType::float32,
-                                        RedOp::sum, "collnet_direct");
+                                        RedOp::sum, NcclVariant::collnet_direct);
   const double t =
       simulate(*make_schedule(nccl_schedule_spec(base, ctx, choice, *topo)), *topo).time;
   const double nic = bytes / 8.0 / 48e9;

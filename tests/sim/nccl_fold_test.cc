@@ -1,4 +1,4 @@
-// Folded channels of the nccl family (algorithms/nccl.cc, nvls_work): NVLS
+// Folded channels of the nccl family (algorithms/nccl_sharded.cc, nvls_work): NVLS
 // and NVLSTree channels that follow the same node tree run as one transfer
 // per chunk carrying all their lanes. On the shipped GPU topologies, for
 // channel counts 1..16 and sizes that split evenly and unevenly, the
@@ -26,7 +26,7 @@ struct Run {
   std::int64_t messages = 0;
 };
 
-Run run(const Topology& topo, const NcclContext& ctx, const std::string& variant, int channels,
+Run run(const Topology& topo, const NcclContext& ctx, NcclVariant variant, int channels,
         std::int64_t bytes, bool fold) {
   ScheduleSpec base;
   base.collective = Collective::all_reduce;
@@ -49,15 +49,15 @@ Run run(const Topology& topo, const NcclContext& ctx, const std::string& variant
   return {r.time, r.messages};
 }
 
-void check_topology(const std::string& file, const std::string& variant, std::int64_t max_bytes) {
+void check_topology(const std::string& file, NcclVariant variant, std::int64_t max_bytes) {
   const auto topo = load_topology(std::string(COLLKIT_SOURCE_DIR) + "/topologies/" + file);
   const NcclContext ctx = nccl_context(*topo, topo->num_ranks());
   for (int channels : {1, 2, 3, 4, 5, 7, 8, 12, 16}) {
     for (std::int64_t bytes : {std::int64_t{4096}, std::int64_t{1} << 20, std::int64_t{1000004},
                                std::int64_t{64} << 20}) {
       if (bytes > max_bytes) continue;
-      SCOPED_TRACE(file + " " + variant + " " + std::to_string(channels) + " channels, " +
-                   std::to_string(bytes) + " B");
+      SCOPED_TRACE(file + " " + std::string(to_string(variant)) + " " + std::to_string(channels) +
+                   " channels, " + std::to_string(bytes) + " B");
       const Run apart = run(*topo, ctx, variant, channels, bytes, false);
       const Run folded = run(*topo, ctx, variant, channels, bytes, true);
       ASSERT_GT(apart.time, 0);
@@ -82,12 +82,12 @@ void check_topology(const std::string& file, const std::string& variant, std::in
 }
 
 TEST(NcclFold, NvlsInOneNodeTakesTheTimeOfItsChannels) {
-  check_topology("dgx-h100.json", "nvls", std::int64_t{64} << 20);
+  check_topology("dgx-h100.json", NcclVariant::nvls, std::int64_t{64} << 20);
 }
 
 TEST(NcclFold, NvlsTreeAcrossNodesTakesTheTimeOfItsChannels) {
-  check_topology("h100-cluster-2x8.json", "nvls_tree", std::int64_t{64} << 20);
-  check_topology("h100-cluster-4x8.json", "nvls_tree", std::int64_t{1} << 20);
+  check_topology("h100-cluster-2x8.json", NcclVariant::nvls_tree, std::int64_t{64} << 20);
+  check_topology("h100-cluster-4x8.json", NcclVariant::nvls_tree, std::int64_t{1} << 20);
 }
 
 }  // namespace

@@ -151,29 +151,26 @@ TEST(Pat, NcclModelFormulaAndWhereItApplies) {
   const double want = 8 + 4 * 14 / 3.5 + 16 * 2.8 +
                       static_cast<double>(bytes) / (1000 * 0.75 * ctx.tree_channels * ctx.tree_bw);
   for (Collective c : {Collective::all_gather, Collective::reduce_scatter})
-    EXPECT_NEAR(
-        nccl_model_time(ctx, c, "pat", Protocol::simple, bytes, DataType::float32, RedOp::sum),
-        want, 1e-9 * want);
-  EXPECT_LT(nccl_model_time(ctx, Collective::all_gather, "pat", Protocol::ll, bytes,
-                            DataType::float32, RedOp::sum),
-            0);
-  EXPECT_LT(nccl_model_time(ctx, Collective::all_reduce, "pat", Protocol::simple, bytes,
-                            DataType::float32, RedOp::sum),
-            0);
+    EXPECT_NEAR(nccl_model_time(ctx, c, NcclVariant::pat, Protocol::simple, bytes,
+                                DataType::float32, RedOp::sum)
+                    .value(),
+                want, 1e-9 * want);
+  EXPECT_FALSE(nccl_model_time(ctx, Collective::all_gather, NcclVariant::pat, Protocol::ll, bytes,
+                               DataType::float32, RedOp::sum));
+  EXPECT_FALSE(nccl_model_time(ctx, Collective::all_reduce, NcclVariant::pat, Protocol::simple,
+                               bytes, DataType::float32, RedOp::sum));
   // No scaled reduce-scatter (avg) with PAT.
-  EXPECT_LT(nccl_model_time(ctx, Collective::reduce_scatter, "pat", Protocol::simple, bytes,
-                            DataType::float32, RedOp::avg),
-            0);
+  EXPECT_FALSE(nccl_model_time(ctx, Collective::reduce_scatter, NcclVariant::pat, Protocol::simple,
+                               bytes, DataType::float32, RedOp::avg));
   // Eight GPUs per node: never PAT.
   const std::unique_ptr<Topology> dgx =
       load_topology(std::string(COLLKIT_SOURCE_DIR) + "/topologies/h100-cluster-2x8.json");
   const NcclContext ctx8 = nccl_context(*dgx, 16);
-  EXPECT_LT(nccl_model_time(ctx8, Collective::all_gather, "pat", Protocol::simple, bytes,
-                            DataType::float32, RedOp::sum),
-            0);
-  EXPECT_THROW(
-      nccl_choose(ctx8, Collective::all_gather, bytes, DataType::float32, RedOp::sum, "pat"),
-      UsageError);
+  EXPECT_FALSE(nccl_model_time(ctx8, Collective::all_gather, NcclVariant::pat, Protocol::simple,
+                               bytes, DataType::float32, RedOp::sum));
+  EXPECT_THROW(nccl_choose(ctx8, Collective::all_gather, bytes, DataType::float32, RedOp::sum,
+                           NcclVariant::pat),
+               UsageError);
 }
 
 // At 128 nodes of one GPU NCCL's model prefers PAT over the ring somewhere
@@ -185,8 +182,8 @@ TEST(Pat, NcclChoosesPatAtMidSizesOnManyNodes) {
   int pat = 0;
   for (std::int64_t b = 1 << 10; b <= (std::int64_t{1} << 30); b *= 2) {
     const NcclChoice ch =
-        nccl_choose(ctx, Collective::all_gather, b, DataType::float32, RedOp::sum, "");
-    if (ch.variant == "pat") ++pat;
+        nccl_choose(ctx, Collective::all_gather, b, DataType::float32, RedOp::sum, std::nullopt);
+    if (ch.variant == NcclVariant::pat) ++pat;
   }
   EXPECT_GT(pat, 0);
   ScheduleSpec spec;
@@ -195,8 +192,8 @@ TEST(Pat, NcclChoosesPatAtMidSizesOnManyNodes) {
   spec.ranks = 128;
   spec.count = 128 * 1024;
   spec.elem_size = 4;
-  const NcclChoice ch =
-      nccl_choose(ctx, Collective::all_gather, 1 << 19, DataType::float32, RedOp::sum, "pat");
+  const NcclChoice ch = nccl_choose(ctx, Collective::all_gather, 1 << 19, DataType::float32,
+                                    RedOp::sum, NcclVariant::pat);
   const SimResult r = simulate(*make_schedule(nccl_schedule_spec(spec, ctx, ch, *t)), *t);
   EXPECT_GT(r.time, 0);
   // Seven rounds of every rank's transfers.

@@ -302,9 +302,10 @@ class TunerPlugin : public ::testing::Test {
                                   "nvls_tree", "pat"};
         for (const std::string& v : vs)
           for (int p = 0; p < 3; ++p) {
+            const NcclVariant variant = parse_nccl_variant(v).value();
             const Protocol pr = p == 0 ? Protocol::ll : p == 1 ? Protocol::ll128 : Protocol::simple;
             const auto bytes = static_cast<std::int64_t>(row.bytes);
-            if (nccl_model_time(ctx, c.c, v, pr, bytes, DataType::float32, RedOp::sum) < 0) {
+            if (!nccl_model_time(ctx, c.c, variant, pr, bytes, DataType::float32, RedOp::sum)) {
               EXPECT_EQ(t.t[nccl_algo(v)][p], -1.0f) << c.nccl << " " << v << p << " " << bytes;
               continue;
             }
@@ -315,7 +316,7 @@ class TunerPlugin : public ::testing::Test {
             spec.ranks = ranks;
             spec.count = size.spec_count;
             spec.elem_size = 4;
-            const NcclChoice choice{v, pr, nccl_channels(ctx, c.c, bytes, v, pr), 0};
+            const NcclChoice choice{variant, pr, nccl_channels(ctx, c.c, bytes, variant, pr), 0};
             const double us =
                 simulate(*make_schedule(nccl_schedule_spec(spec, ctx, choice, *topology)),
                          *topology)
