@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "calibration/fit_problem.h"
+#include "calibration/format.h"
+#include "core/parallel.h"
 
 namespace collkit {
 
@@ -28,24 +30,27 @@ std::vector<double> cache_candidates(const std::vector<CalibrationInput>& inputs
 }
 
 CalibrationResult search_cache(const std::vector<double>& candidates, const Topology& base,
-                               const FixedCacheFit& fit) {
+                               const FixedCacheFit& fit, int jobs) {
+  std::vector<double> losses(candidates.size());
+  std::vector<int> iterations(candidates.size());
+  std::vector<LmVector> thetas(candidates.size());
+  parallel_for(candidates.size(), jobs, [&](std::size_t i) {
+    const CacheSized sized(base, candidates[i]);
+    SearchPlan plan{false, {}};
+    plan.label = "cache " + fmt("%g", candidates[i] / 1048576.0) + " MiB (" +
+                 std::to_string(i + 1) + "/" + std::to_string(candidates.size()) + ")";
+    const CalibrationResult r = fit(sized, plan, &thetas[i]);
+    losses[i] = r.loss;
+    iterations[i] = r.iterations;
+  });
   std::vector<std::pair<double, double>> tried;
   std::size_t best = 0;
-  double best_loss = 0;
-  int best_iterations = 0;
-  LmVector best_theta;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
-    const CacheSized sized(base, candidates[i]);
-    LmVector theta;
-    const CalibrationResult r = fit(sized, SearchPlan{false, {}}, &theta);
-    tried.emplace_back(candidates[i], r.loss);
-    if (i == 0 || r.loss < best_loss) {
-      best = i;
-      best_loss = r.loss;
-      best_iterations = r.iterations;
-      best_theta = std::move(theta);
-    }
+    tried.emplace_back(candidates[i], losses[i]);
+    if (losses[i] < losses[best]) best = i;
   }
+  const int best_iterations = iterations[best];
+  const LmVector best_theta = std::move(thetas[best]);
   const CacheSized sized(base, candidates[best]);
   CalibrationResult result = fit(sized, SearchPlan{true, best_theta}, nullptr);
   result.cache_candidates = std::move(tried);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "calibration/calibrate.h"
@@ -49,6 +50,8 @@ struct SearchPlan {
   // --repeats fastest: leave out the k-th file that measured each row (of
   // rows measured in two or more), for the stability check; -1 = none.
   int leave_out = -1;
+  // What the progress lines call this fit ("cache 16 MiB", "without repeat 2").
+  std::string label = "fit";
 };
 
 // One fit with the network's cache size held as it is; the fit's parameters
@@ -56,9 +59,10 @@ struct SearchPlan {
 using FixedCacheFit = std::function<CalibrationResult(
     const Topology& network, const SearchPlan& search, LmVector* theta_out)>;
 
-// Fits every candidate with `fit` and finishes the best; the result lists
-// every candidate with its loss (CalibrationResult::cache_candidates).
+// Fits every candidate with `fit` (on `jobs` threads, core/parallel.h) and
+// finishes the best; the result lists every candidate with its loss
+// (CalibrationResult::cache_candidates).
 CalibrationResult search_cache(const std::vector<double>& candidates, const Topology& base,
-                               const FixedCacheFit& fit);
+                               const FixedCacheFit& fit, int jobs = 1);
 
 }  // namespace collkit

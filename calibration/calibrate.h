@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,6 +68,13 @@ struct CalibrateOptions {
   // between repeats only slows a run down (docs/REPORTS.md, "Repeats").
   // false: every row is a point (--repeats all).
   bool fastest_repeat = false;
+  // Threads (--jobs; core/parallel.h): the starts, the Jacobian's columns
+  // and the points are simulated in parallel; <= 0 = every core. The fit
+  // is the same, bit for bit, whatever the count.
+  int jobs = 1;
+  // Called as the fit goes (a line for stderr: the pass, the start, the
+  // iteration and the current error); none = silent.
+  std::function<void(const std::string&)> progress = {};
 };
 
 enum class ParamKind : std::uint8_t {

@@ -12,6 +12,7 @@
 #include "calibration/format.h"
 #include "core/error.h"
 #include "core/nccl_sizes.h"
+#include "core/parallel.h"
 #include "reports/compare.h"
 #include "reports/nccl_tests.h"
 #include "reports/report_extra.h"
@@ -333,6 +334,7 @@ FitProblem::FitProblem(const std::vector<CalibrationInput>& inputs, const Topolo
   sim_.model = options.model;
   sim_.launch_devices = options.launch_devices;
   huber_ = options.huber;
+  jobs_ = options.jobs;
 }
 
 // The classes transfers between ranks can cross (only those are fitted),
@@ -443,26 +445,34 @@ void FitProblem::set_ranges(const std::vector<CalibrationInput>& inputs,
   }
 }
 
-void FitProblem::apply(const LmVector& theta) {
+TrialTopology FitProblem::trial_at(const LmVector& theta) const {
+  TrialTopology trial = trial_;
   for (std::size_t k = 0; k < params_.size(); ++k)
-    param_slot(params_[k], trial_.classes, trial_.trial_endpoint) = std::exp(theta[k]);
+    param_slot(params_[k], trial.classes, trial.trial_endpoint) = std::exp(theta[k]);
+  return trial;
 }
 
-LmVector FitProblem::raw_residuals(const LmVector& theta, const std::vector<char>* subset) {
-  apply(theta);
+LmVector FitProblem::raw_residuals(const LmVector& theta, const std::vector<char>* subset) const {
+  const TrialTopology trial = trial_at(theta);
   const std::vector<Point>& points = points_.points;
-  LmVector r(points.size(), 0.0);
-  LmVector us(points.size(), 0.0);
-  std::vector<char> done(points.size(), 0);
+  // The distinct points these residuals need, each simulated once.
+  std::vector<std::size_t> firsts;
+  std::vector<char> needed(points.size(), 0);
   for (std::size_t i = 0; i < points.size(); ++i) {
     if (subset != nullptr && (*subset)[i] == 0) continue;
     const std::size_t first = points[i].same_as;
-    if (done[first] == 0) {
-      us[first] = simulate(*points[first].schedule, trial_, sim_).time * 1e6;
-      done[first] = 1;
-    }
-    r[i] = us[first] / points[i].result->time_us - 1.0;
+    if (needed[first] == 0) firsts.push_back(first);
+    needed[first] = 1;
   }
+  LmVector us(points.size(), 0.0);
+  parallel_for(firsts.size(), jobs_, [&](std::size_t j) {
+    const std::size_t first = firsts[j];
+    us[first] = simulate(*points[first].schedule, trial, sim_).time * 1e6;
+  });
+  LmVector r(points.size(), 0.0);
+  for (std::size_t i = 0; i < points.size(); ++i)
+    if (subset == nullptr || (*subset)[i] != 0)
+      r[i] = us[points[i].same_as] / points[i].result->time_us - 1.0;
   return r;
 }
 
@@ -471,7 +481,7 @@ LmVector FitProblem::raw_residuals(const LmVector& theta, const std::vector<char
 // the fit linearly, not quadratically. Written as a residual of the same
 // sign whose square is that loss (smooth at k), so Levenberg-Marquardt
 // runs unchanged on it.
-LmVector FitProblem::residuals(const LmVector& theta, const std::vector<char>* subset) {
+LmVector FitProblem::residuals(const LmVector& theta, const std::vector<char>* subset) const {
   LmVector r = raw_residuals(theta, subset);
   const double k = huber_;
   if (k > 0)
@@ -480,7 +490,7 @@ LmVector FitProblem::residuals(const LmVector& theta, const std::vector<char>* s
   return r;
 }
 
-LmProblem FitProblem::solver_problem(const std::vector<char>* subset) {
+LmProblem FitProblem::solver_problem(const std::vector<char>* subset) const {
   return LmProblem{[this, subset](const LmVector& t) { return residuals(t, subset); }, lower_,
                    upper_};
 }
@@ -524,7 +534,8 @@ CalibrationResult FitProblem::initial_result() const {
 
 void FitProblem::finish(const LmVector& theta, const std::vector<bool>& mattered,
                         const std::vector<bool>& unused_at_fit, CalibrationResult& result) {
-  const LmVector r = raw_residuals(theta);  // leaves the trial network at the fitted values
+  const LmVector r = raw_residuals(theta);
+  const TrialTopology fitted = trial_at(theta);
   std::vector<FittedParam>& params = result.params;
   for (std::size_t k = 0; k < params.size(); ++k) {
     FittedParam& fp = params[k];
@@ -544,8 +555,8 @@ void FitProblem::finish(const LmVector& theta, const std::vector<bool>& mattered
     fp.at_bound = mattered[k] && !ends_ok && !unused_at_fit[k] &&
                   (theta[k] >= upper_[k] - tol || (!zero_ok && theta[k] <= lower_[k] + tol));
   }
-  result.classes = trial_.classes;
-  result.endpoint = trial_.trial_endpoint;
+  result.classes = fitted.classes;
+  result.endpoint = fitted.trial_endpoint;
   // Below 10 ps a latency or overhead is zero within any measurement; writing
   // 0 keeps a base's 0 (the log-space start) from turning into noise digits.
   for (FittedParam& fp : params)

@@ -100,13 +100,17 @@ class FitProblem {
   const std::vector<Quantity>& route_latencies() const { return route_latencies_; }
 
   // The relative error of each point (simulated / measured - 1) at `theta`;
-  // 0 for points outside `subset` (one flag per point) when given.
-  LmVector raw_residuals(const LmVector& theta, const std::vector<char>* subset = nullptr);
+  // 0 for points outside `subset` (one flag per point) when given. Safe to
+  // call from several threads; the distinct points are simulated on
+  // CalibrateOptions::jobs threads (inline inside another parallel_for).
+  LmVector raw_residuals(const LmVector& theta, const std::vector<char>* subset = nullptr) const;
   // The same under Huber's loss (CalibrateOptions::huber).
-  LmVector residuals(const LmVector& theta, const std::vector<char>* subset = nullptr);
+  LmVector residuals(const LmVector& theta, const std::vector<char>* subset = nullptr) const;
   // The solver's view: residuals over `subset`, inside the ranges. Valid
   // while this problem lives.
-  LmProblem solver_problem(const std::vector<char>* subset = nullptr);
+  LmProblem solver_problem(const std::vector<char>* subset = nullptr) const;
+  // The trial network at `theta`.
+  TrialTopology trial_at(const LmVector& theta) const;
 
   // `count` starts spread over each parameter's plausible range (a Halton
   // sequence, the same every run): bandwidths, latencies and overheads
@@ -126,15 +130,14 @@ class FitProblem {
  private:
   void list_params(const Topology& base);
   void set_ranges(const std::vector<CalibrationInput>& inputs, const CalibrateOptions& options);
-  void apply(const LmVector& theta);
-
   PointSet points_;
-  TrialTopology trial_;
+  TrialTopology trial_;  // at the base's figures
   std::vector<FittedParam> params_;
   std::vector<Quantity> route_latencies_;
   LmVector theta_start_, lower_, upper_;
   SimOptions sim_;
   double huber_ = 0;
+  int jobs_ = 1;
   int host_cores_limit_ = 0;
   std::string host_cores_source_;
 };

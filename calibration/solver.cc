@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/parallel.h"
+
 namespace collkit {
 
 double sum_of_squares(const LmVector& r) {
@@ -11,26 +13,40 @@ double sum_of_squares(const LmVector& r) {
   return s;
 }
 
-Jacobian jacobian(const LmProblem& problem, const LmVector& at, double step) {
+Jacobian jacobian(const LmProblem& problem, const LmVector& at, double step, int jobs,
+                  const JacobianPlan& plan) {
   const std::size_t n = at.size();
   Jacobian jac;
   jac.columns.resize(n);
-  jac.unused.assign(n, false);
-  for (std::size_t k = 0; k < n; ++k) {
+  std::vector<char> unused(n, 0);
+  parallel_for(n, jobs, [&](std::size_t k) {
+    LmVector& col = jac.columns[k];
+    if (plan.skip != nullptr && (*plan.skip)[k]) {
+      col.assign(plan.at_r != nullptr ? plan.at_r->size() : problem.residuals(at).size(), 0.0);
+      unused[k] = 1;
+      return;
+    }
     LmVector t = at;
     t[k] += step;
     const LmVector up = problem.residuals(t);
-    t[k] -= 2 * step;
-    const LmVector down = problem.residuals(t);
-    LmVector& col = jac.columns[k];
+    LmVector down;
+    double span = 2 * step;
+    if (plan.at_r != nullptr) {
+      down = *plan.at_r;
+      span = step;
+    } else {
+      t[k] -= 2 * step;
+      down = problem.residuals(t);
+    }
     col.resize(up.size());
     double norm = 0;
     for (std::size_t i = 0; i < up.size(); ++i) {
-      col[i] = (up[i] - down[i]) / (2 * step);
+      col[i] = (up[i] - down[i]) / span;
       norm = std::max(norm, std::abs(col[i]));
     }
-    jac.unused[k] = norm < 1e-12;
-  }
+    unused[k] = norm < 1e-12 ? 1 : 0;
+  });
+  jac.unused.assign(unused.begin(), unused.end());
   return jac;
 }
 
@@ -54,9 +70,10 @@ void normal_equations(const Jacobian& jac, const LmVector& r, std::vector<LmVect
   }
 }
 
-}  // namespace
-
-Descent descend(const LmProblem& problem, const LmVector& from, const LmOptions& options) {
+// One descent; `first` numbers its first iteration (a screened start goes
+// on from where it stopped).
+Descent descend_one(const LmProblem& problem, const LmVector& from, const LmOptions& options,
+                    std::size_t start, int first = 0) {
   const std::size_t n = from.size();
   Descent d;
   d.theta = from;
@@ -66,11 +83,21 @@ Descent descend(const LmProblem& problem, const LmVector& from, const LmOptions&
   double lambda = 1e-3;
   std::vector<LmVector> jtj;
   LmVector jtr;
-  for (int it = 0; it < options.max_iterations && d.cost > 1e-26; ++it) {
+  // The loss after each iteration, for the stall test.
+  std::vector<double> history{d.cost};
+  std::vector<bool> skip(n, false);
+  int it = 0;
+  for (; it < options.max_iterations && d.cost > 1e-26; ++it) {
     d.iterations = it + 1;
-    const Jacobian jac = jacobian(problem, d.theta, options.step);
-    for (std::size_t k = 0; k < n; ++k)
+    const bool recheck = options.recheck_unused <= 0 || it % options.recheck_unused == 0;
+    JacobianPlan plan;
+    if (options.forward_differences) plan.at_r = &d.r;
+    if (!recheck) plan.skip = &skip;
+    const Jacobian jac = jacobian(problem, d.theta, options.step, options.jobs, plan);
+    for (std::size_t k = 0; k < n; ++k) {
       if (!jac.unused[k]) d.mattered[k] = true;
+      if (recheck) skip[k] = jac.unused[k];
+    }
     normal_equations(jac, d.r, jtj, jtr);
     bool improved = false;
     for (int tries = 0; tries < 30 && !improved; ++tries) {
@@ -100,24 +127,66 @@ Descent descend(const LmProblem& problem, const LmVector& from, const LmOptions&
         d.cost = c_next;
         lambda = std::max(lambda / 10, 1e-12);
         improved = true;
-        if (gain <= 1e-15 * d.cost) it = options.max_iterations;  // converged
+        if (options.progress) options.progress(start, first + it + 1, d.cost);
+        if (gain <= 1e-15 * d.cost) d.settled = true;  // converged
+        // Stalled: the last few iterations together gained less than the
+        // stall tolerance, crawling along a kink of the objective.
+        history.push_back(d.cost);
+        const std::size_t w = static_cast<std::size_t>(std::max(1, options.stall_window));
+        if (options.stall_tolerance > 0 && history.size() > w &&
+            history[history.size() - 1 - w] - d.cost <= options.stall_tolerance * d.cost)
+          d.settled = true;
       } else {
         lambda *= 10;
       }
     }
-    if (!improved) break;
+    if (!improved) d.settled = true;
+    if (d.settled) break;
   }
+  if (d.cost <= 1e-26) d.settled = true;
   return d;
+}
+
+}  // namespace
+
+Descent descend(const LmProblem& problem, const LmVector& from, const LmOptions& options) {
+  return descend_one(problem, from, options, 0);
 }
 
 MultiStart descend_from_each(const LmProblem& problem, const std::vector<LmVector>& starts,
                              const LmOptions& options) {
   MultiStart out;
-  out.ends.reserve(starts.size());
-  for (const LmVector& from : starts) {
-    out.ends.push_back(descend(problem, from, options));
-    if (out.ends.back().cost < out.ends[out.best].cost) out.best = out.ends.size() - 1;
+  out.ends.resize(starts.size());
+  const bool screen = starts.size() > 1 && options.screen_iterations > 0 &&
+                      options.screen_iterations < options.max_iterations;
+  LmOptions first = options;
+  if (screen) first.max_iterations = options.screen_iterations;
+  parallel_for(starts.size(), options.jobs,
+               [&](std::size_t s) { out.ends[s] = descend_one(problem, starts[s], first, s); });
+  const auto lowest = [&] {
+    std::size_t best = 0;
+    for (std::size_t s = 1; s < out.ends.size(); ++s)
+      if (out.ends[s].cost < out.ends[best].cost) best = s;
+    return best;
+  };
+  if (screen) {
+    // The starts still descending and near the lowest loss go on.
+    const double keep = out.ends[lowest()].cost * (1 + options.screen_keep);
+    std::vector<std::size_t> go_on;
+    for (std::size_t s = 0; s < out.ends.size(); ++s)
+      if (!out.ends[s].settled && out.ends[s].cost <= keep) go_on.push_back(s);
+    LmOptions rest = options;
+    rest.max_iterations = options.max_iterations - options.screen_iterations;
+    parallel_for(go_on.size(), options.jobs, [&](std::size_t j) {
+      Descent& d = out.ends[go_on[j]];
+      Descent more = descend_one(problem, d.theta, rest, go_on[j], d.iterations);
+      for (std::size_t k = 0; k < more.mattered.size(); ++k)
+        if (d.mattered[k]) more.mattered[k] = true;
+      more.iterations += d.iterations;
+      d = std::move(more);
+    });
   }
+  out.best = lowest();
   return out;
 }
 

@@ -27,6 +27,28 @@ struct LmOptions {
   double step = 1e-5;
   // No parameter moves by more than this in one step.
   double max_move = 5.0;
+  // Stop when the last `stall_window` iterations together lowered the loss
+  // by at most stall_tolerance x the loss (0: only the other tests stop).
+  double stall_tolerance = 0;
+  int stall_window = 5;
+  // Forward differences (r(theta + h e_k) - r(theta)) / h, one evaluation
+  // per column instead of two.
+  bool forward_differences = false;
+  // A column a Jacobian found unused is taken as unused, without evaluating
+  // it, until every recheck_unused-th iteration (0: every column every time).
+  int recheck_unused = 0;
+  // Several starts: each first descends at most screen_iterations (0: no
+  // screening); only those then within screen_keep of the lowest loss
+  // (relative) go on to max_iterations.
+  int screen_iterations = 0;
+  double screen_keep = 0.1;
+  // Threads for the Jacobian's columns and the starts (core/parallel.h;
+  // <= 0: every core). The residual function must then be safe to call
+  // from several threads at once. Results do not depend on it.
+  int jobs = 1;
+  // Called after each iteration of a descent that lowered the loss (its
+  // start's index, the iteration, the loss), from the thread running it.
+  std::function<void(std::size_t start, int iteration, double loss)> progress = {};
 };
 
 double sum_of_squares(const LmVector& r);
@@ -37,7 +59,15 @@ struct Jacobian {
   std::vector<LmVector> columns;
   std::vector<bool> unused;
 };
-Jacobian jacobian(const LmProblem& problem, const LmVector& at, double step);
+struct JacobianPlan {
+  // The residuals at `at`: forward differences, one evaluation per column
+  // (else central differences, two).
+  const LmVector* at_r = nullptr;
+  // Columns taken as unused without evaluating them.
+  const std::vector<bool>* skip = nullptr;
+};
+Jacobian jacobian(const LmProblem& problem, const LmVector& at, double step, int jobs = 1,
+                  const JacobianPlan& plan = {});
 
 // One descent to the nearest minimum.
 struct Descent {
@@ -47,6 +77,9 @@ struct Descent {
   // The parameters some residual depended on at some point of the descent
   // (the Jacobians it computed).
   std::vector<bool> mattered;
+  // True when it stopped on its own (converged, stalled, no step lowered
+  // the loss); false when max_iterations ended it.
+  bool settled = false;
 };
 
 // Levenberg-Marquardt from `from`: Marquardt's scaling of the damping plus a
@@ -54,11 +87,13 @@ struct Descent {
 // instead of making the system singular; a step that does not lower the
 // loss raises the damping tenfold (at most 30 times per iteration), one
 // that does lowers it; stops after max_iterations, when no step lowers the
-// loss, at a loss of 1e-26, or when a step gains less than 1e-15 of it.
+// loss, at a loss of 1e-26, when a step gains less than 1e-15 of it, or
+// when the loss has stalled (LmOptions::stall_tolerance).
 Descent descend(const LmProblem& problem, const LmVector& from, const LmOptions& options);
 
-// A descent from each start; `best` is the lowest loss, the first on ties,
-// so more starts never give a worse fit.
+// A descent from each start (in parallel, options.jobs), screened when
+// options.screen_iterations is set; `best` is the lowest loss, the first on
+// ties, so more starts never give a worse fit.
 struct MultiStart {
   std::vector<Descent> ends;
   std::size_t best = 0;

@@ -1,6 +1,8 @@
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -36,6 +38,35 @@ struct CalibrateArgs {
   std::string launch = "proc";
   std::string repeats = "all";
   bool accept = false;
+  int jobs = 0;
+  bool quiet = false;
+};
+
+// Progress on stderr for a fit that takes a while: nothing in its first two
+// seconds, then the latest line at most once a second (the fit calls from
+// several threads), and the time taken at the end if anything was printed.
+class FitProgress {
+ public:
+  void operator()(const std::string& line) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const double now = seconds();
+    if (now < 2.0 || now < last_ + 1.0) return;
+    last_ = now;
+    printed_ = true;
+    std::fprintf(stderr, "calibrate: %5.1f s  %s\n", now, line.c_str());
+  }
+  void done() const {
+    if (printed_) std::fprintf(stderr, "calibrate: done in %.1f s\n", seconds());
+  }
+
+ private:
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  std::mutex mutex_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  double last_ = 0;
+  bool printed_ = false;
 };
 
 std::string read_bytes(const std::string& path, const char* what) {
@@ -64,6 +95,9 @@ void run_calibrate(const CalibrateArgs& a) {
   if (a.repeats != "all" && a.repeats != "fastest")
     throw UsageError("--repeats '" + a.repeats + "': expected all or fastest");
   options.fastest_repeat = a.repeats == "fastest";
+  options.jobs = a.jobs;
+  const auto progress = std::make_shared<FitProgress>();
+  if (!a.quiet) options.progress = [progress](const std::string& line) { (*progress)(line); };
   const ReadOptions read = read_options(a.collective, a.ranks);
   if (a.topology.rfind("astra:", 0) == 0)
     throw UsageError("--topology " + a.topology +
@@ -92,6 +126,7 @@ void run_calibrate(const CalibrateArgs& a) {
   }
 
   const CalibrationResult result = calibrate(inputs, *base, options);
+  progress->done();
 
   std::string description = "Fitted by collkit calibrate (" +
                             std::string(to_string(options.model)) + " model) to " +
@@ -181,6 +216,12 @@ void add_calibrate_command(CLI::App& app) {
                   "(nccl-tests) or native, e.g. ring (default: the registered algorithm 'nccl', "
                   "when there is one)");
   cmd->add_option("--collective", a->collective, kCollectiveHelp);
+  cmd->add_option("--jobs", a->jobs,
+                  "Threads for the fit (its starts, derivatives and points; default 0 = every "
+                  "core); the fit is the same whatever the count")
+      ->check(CLI::Range(0, 4096));
+  cmd->add_flag("--quiet", a->quiet,
+                "No progress lines on stderr (printed while a fit runs longer than 2 s)");
   cmd->add_flag("--accept", a->accept,
                 "Write the fit even when a parameter ends on a bound of its physical range or "
                 "the fit predicts worse than the base (else exit 1, nothing written)");
