@@ -79,7 +79,7 @@ void register_interop_sources() {
     }
     const msccl::Hang h = msccl::first_hang(algo, spec);
     return spec.algorithm + " at count " + std::to_string(spec.count) + " (" +
-           std::to_string(msccl::buffering(*algo, spec).bytes) + " bytes): " + "the runtime " +
+           std::to_string(msccl::buffering(*algo, spec).bytes) + " bytes): the runtime " +
            msccl::hang_words(*algo, h, spec) + ": " + h.reason;
   };
   register_schedule_source(std::move(src));
@@ -117,10 +117,10 @@ HangReport describe_hang(const ScheduleSpec& spec) {
   const auto algo = load(spec.algorithm);
   const Hang h = first_hang(algo, spec);
   if (!h.any) {
-    ScheduleSpec big = spec;
-    big.count = count_unit(*algo, algo->ngpus);
-    Buffering b = buffering(*algo, big);
-    out.lines.push_back("runtime: no size hangs (" + buffering_words(*algo, b) +
+    ScheduleSpec smallest = spec;
+    smallest.count = count_unit(*algo, algo->ngpus);
+    out.lines.push_back("runtime: no size hangs (" +
+                        buffering_words(*algo, buffering(*algo, smallest)) +
                         "): every message fits its connection or meets its receiver, even at "
                         "the sizes where a call carries one chunk");
     return out;
