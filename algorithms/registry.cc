@@ -122,6 +122,9 @@ void validate(const ScheduleSpec& spec, bool uses_group) {
     throw UsageError("segment must be >= 0 elements (got " + std::to_string(spec.segment) + ")");
   if (spec.group_size < 0)
     throw UsageError("group size " + std::to_string(spec.group_size) + " must be >= 0");
+  if (spec.nccl_buffsize < 0)
+    throw UsageError("NCCL buffer size must be >= 0 bytes (got " +
+                     std::to_string(spec.nccl_buffsize) + ")");
   if (!uses_group) return;
   if (spec.group_size > spec.ranks)
     throw UsageError("group size " + std::to_string(spec.group_size) + " is out of range for " +
@@ -175,6 +178,13 @@ std::vector<std::shared_ptr<const ScheduleSource>> schedule_sources() {
   SourceTable& t = source_table();
   const std::lock_guard<std::mutex> lock(t.mutex);
   return t.sources;
+}
+
+std::string runtime_hang(const ScheduleSpec& spec) {
+  const auto source = find_schedule_source(spec.algorithm);
+  if (!source || !source->runtime_hang) return {};
+  validate(spec, false);
+  return source->runtime_hang(spec);
 }
 
 std::unique_ptr<Schedule> make_schedule(ScheduleSpec spec) {

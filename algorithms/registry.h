@@ -101,12 +101,21 @@ struct ScheduleSource {
   // Counts must be multiples of this for the spec (count ignored; optional,
   // 1 when absent).
   std::function<std::int64_t(const ScheduleSpec&)> count_unit;
+  // Sizes the runtime the named schedule comes from cannot complete
+  // (optional): "" when it runs the spec's count, else one line saying
+  // from which size it hangs and why (msccl: a connection's buffer fills,
+  // docs/MSCCL.md). `make` throws ScheduleError at such a count; commands
+  // that sweep sizes (simulate, bench) ask first and refuse them.
+  std::function<std::string(const ScheduleSpec&)> runtime_hang;
 };
 void register_schedule_source(ScheduleSource source);
 // The source whose prefix the name starts with ("prefix:..."), or nullptr.
 std::shared_ptr<const ScheduleSource> find_schedule_source(const std::string& name);
 // Every registered source, in registration order.
 std::vector<std::shared_ptr<const ScheduleSource>> schedule_sources();
+// The source's runtime_hang for spec (after the checks make_schedule makes
+// of a spec); "" for a registered algorithm or a source without the hook.
+std::string runtime_hang(const ScheduleSpec& spec);
 
 // "all" = every registered algorithm of the collective, each variant of it
 // ("name" for the default, "name:variant" for the others; without a topology

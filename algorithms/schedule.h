@@ -123,8 +123,15 @@ struct ScheduleSpec {
   int group_size = 0;
   // Ranks per node (consecutive ranks) of the machine the schedule is for,
   // 0 = unknown: read off the topology by the simulator (sim/sweep.h). Only
-  // defaults depend on it, never correctness.
+  // defaults depend on it, never correctness; msccl:FILE.xml also reads
+  // which of the file's connections cross nodes (they buffer more, so the
+  // sizes at which the runtime hangs move: docs/MSCCL.md).
   int node_size = 0;
+  // msccl:FILE.xml: NCCL_BUFFSIZE, the bytes of a connection's Simple
+  // buffer in the runtime (0 = its default, 4 MiB); it decides at which
+  // sizes the file hangs in the runtime (docs/MSCCL.md, "Connection
+  // buffering"). Built-in algorithms ignore it.
+  std::int64_t nccl_buffsize = 0;
   // Used only to choose default segment sizes; never changes correctness.
   CostParams model{};
   // The `nccl` family (docs/NCCL.md): the protocol the schedule is timed

@@ -71,6 +71,10 @@ void add_bench_command(CLI::App& app) {
                   "(0)");
   cmd->add_option("-R,--local_register", a->local_register,
                   "1: register buffers with NCCL, ncclCommRegister (nccl, cuda native) (0)");
+  cmd->add_option("--nccl-buffsize", a->nccl_buffsize,
+                  "msccl:FILE.xml: NCCL_BUFFSIZE of the runtime, bytes (K/M/G suffixes) of a "
+                  "connection's Simple buffer; sizes at which the file would hang there are "
+                  "refused (0 = NCCL's default, 4M)");
   cmd->add_option("--json", a->json_path, "Write the report (JSON) here, atomically");
   // -J is nccl-tests' own flag: the nccl-tests JSON schema, one file per
   // algorithm (reports/nccl_tests.h). Kept out of BenchArgs: realrun knows

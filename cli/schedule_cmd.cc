@@ -61,6 +61,7 @@ void add_schedule_command(CLI::App& app) {
     std::string dtype = "float";
     std::string format = "json", protocol = "Simple";
     std::string topology, op = "sum";
+    std::string buffsize = "0";
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--collective", a->collective, "Collective")->required();
@@ -74,6 +75,10 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_option("-d,--dtype", a->dtype,
                   "Element type: the size of an element (default float, 4 bytes)");
   cmd->add_option("--group", a->group, "Group size (hierarchical)");
+  cmd->add_option("--nccl-buffsize", a->buffsize,
+                  "msccl:FILE.xml: NCCL_BUFFSIZE of the runtime, bytes (K/M/G suffixes) of a "
+                  "connection's Simple buffer; where the file hangs there is no schedule (0 = "
+                  "NCCL's default, 4M)");
   cmd->add_option("--rank", a->rank, "Dump only this rank");
   cmd->add_option("--format", a->format,
                   "json (collkit's IR) or msccl-xml (an MSCCL XML algorithm, docs/MSCCL.md)");
@@ -102,6 +107,7 @@ void add_schedule_command(CLI::App& app) {
       spec.count = spec.collective == Collective::barrier ? 0 : ranks;
     spec.segment = parse_segment_bytes("--segment", a->segment, type) / spec.elem_size;
     spec.group_size = static_cast<int>(parse_integer("--group", a->group, 0, INT32_MAX));
+    spec.nccl_buffsize = parse_nccl_buffsize("--nccl-buffsize", a->buffsize);
     std::unique_ptr<Schedule> schedule;
     if (!a->topology.empty()) {
       if (!is_nccl_algorithm(a->algorithm))

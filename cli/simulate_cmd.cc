@@ -47,6 +47,7 @@ struct SimulateArgs {
   std::string renamed_model;  // --model, the old spelling of --net-model
   std::string segment = "0";
   std::string group = "0";
+  std::string buffsize = "0";
   std::string segments_as;
   std::string launch = "proc";
   std::string json_path;
@@ -137,6 +138,7 @@ void run_simulate(const SimulateArgs& a) {
   sweep.root = parse_int("--root", a.root);
   sweep.segment_bytes = parse_segment_bytes("--segment", a.segment, sweep.dtype);
   sweep.group_size = parse_int("--group", a.group);
+  sweep.nccl_buffsize = parse_nccl_buffsize("--nccl-buffsize", a.buffsize);
   int ranks = parse_int("--ranks", a.ranks);
   // An algorithm fixed to a rank count (msccl:FILE.xml: the file's ngpus)
   // runs on that many ranks of the topology unless --ranks says otherwise.
@@ -286,6 +288,10 @@ void add_simulate_command(CLI::App& app) {
       "Segment size of pipelined algorithms in bytes (K/M/G suffixes), a whole number of "
       "elements (0 = the closed-form optimum)");
   cmd->add_option("--group", a->group, "Group size of hierarchical algorithms (0 = automatic)");
+  cmd->add_option("--nccl-buffsize", a->buffsize,
+                  "msccl:FILE.xml: NCCL_BUFFSIZE of the runtime, bytes (K/M/G suffixes) of a "
+                  "connection's Simple buffer; sizes at which the file would hang are refused "
+                  "(0 = NCCL's default, 4M)");
   cmd->add_option("--launch", a->launch,
                   "How calls are launched: proc (one process per device, default) or group:G "
                   "(one host thread launches on G devices, as nccl-tests -g G): the call is never "

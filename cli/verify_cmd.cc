@@ -23,6 +23,7 @@ void add_verify_command(CLI::App& app) {
   struct Args {
     std::string collective, algorithm;
     std::string ranks = "0", root = "0", count, segment = "0", group = "0", dtype = "float";
+    std::string buffsize = "0";
     int ranks_value = 0;
   };
   auto a = std::make_shared<Args>();
@@ -38,6 +39,10 @@ void add_verify_command(CLI::App& app) {
   cmd->add_option("-d,--dtype", a->dtype,
                   "Element type the --segment bytes are counted in (default float, 4 bytes)");
   cmd->add_option("--group", a->group, "Group size (hierarchical)");
+  cmd->add_option("--nccl-buffsize", a->buffsize,
+                  "msccl:FILE.xml: NCCL_BUFFSIZE of the runtime, bytes (K/M/G suffixes) of a "
+                  "connection's Simple buffer; decides from which size the file hangs (0 = "
+                  "NCCL's default, 4M)");
   cmd->callback([a] {
     const DataType type = parse_data_type(a->dtype);
     ScheduleSpec spec;
@@ -47,6 +52,7 @@ void add_verify_command(CLI::App& app) {
     spec.elem_size = size_of(type);
     spec.segment = parse_segment_bytes("--segment", a->segment, type) / spec.elem_size;
     spec.group_size = static_cast<int>(parse_integer("--group", a->group, 0, INT32_MAX));
+    spec.nccl_buffsize = parse_nccl_buffsize("--nccl-buffsize", a->buffsize);
     a->ranks_value = static_cast<int>(parse_integer("--ranks", a->ranks, INT32_MIN, INT32_MAX));
     const std::int64_t only_count =
         a->count.empty() ? -1 : parse_integer("--count", a->count, 0, INT64_MAX);
@@ -92,6 +98,23 @@ void add_verify_command(CLI::App& app) {
       const std::string file = msccl::describe_file(*probe);
       if (!file.empty()) std::printf("# %s\n", file.c_str());
     }
+    // An MSCCL file: the sizes at which the runtime hangs (its connections'
+    // buffers fill) are stated, not verified; a file that hangs at every
+    // size fails below, at the first count.
+    msccl::HangReport hang;
+    try {
+      hang = msccl::describe_hang(first);
+    } catch (const ScheduleError&) {
+      // the file fails at every size for another reason: verify_counts says where
+    }
+    for (const std::string& line : hang.lines) std::printf("# %s\n", line.c_str());
+    std::vector<VerifyCount> hanging;
+    if (only_count < 0 && hang.from_count >= 0 && !hang.every)
+      std::erase_if(counts, [&](const VerifyCount& c) {
+        if (c.count < hang.from_count) return false;
+        hanging.push_back(c);
+        return true;
+      });
     if (only_count < 0)
       std::printf("# counts: %s\n",
                   unit > 1 ? ("multiples of " + std::to_string(unit) +
@@ -113,6 +136,9 @@ void add_verify_command(CLI::App& app) {
                       row.note.empty() ? "" : ("; " + row.note).c_str());
           std::fflush(stdout);
         });
+    for (const VerifyCount& c : hanging)
+      std::printf("%12lld %6s %6s %9s  %-26s %s; the runtime hangs there (above)\n",
+                  static_cast<long long>(c.count), "-", "-", "-", "not run", c.why.c_str());
     if (!r.ok)
       throw Error("verify: FAILED at count " + std::to_string(r.failed_count) + ": " + r.failure,
                   1);
@@ -121,9 +147,13 @@ void add_verify_command(CLI::App& app) {
         "min and max%s; int64, float and double too), and symbolically every output element "
         "holds each required contribution exactly once; no deadlock under rendezvous matching, "
         "unmatched or mis-sized message, out-of-bounds region, read of unwritten memory or "
-        "hazard inside a step\n",
+        "hazard inside a step%s\n",
         r.rows.size(), std::string(to_string(spec.collective)).c_str(),
-        is_reduction(spec.collective) ? "" : ", the op unused");
+        is_reduction(spec.collective) ? "" : ", the op unused",
+        hang.from_count >= 0
+            ? ("; the runtime hangs from count " + std::to_string(hang.from_count) + " (above)")
+                  .c_str()
+            : "");
   });
 }
 

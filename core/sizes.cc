@@ -128,6 +128,16 @@ std::int64_t parse_segment_bytes(const std::string& flag, const std::string& tex
   return bytes;
 }
 
+std::int64_t parse_nccl_buffsize(const std::string& flag, const std::string& text) {
+  if (text == "0") return 0;
+  const std::int64_t bytes = parse_size(flag, text);
+  if (bytes < 8 || bytes > INT32_MAX)
+    throw UsageError(flag + " '" + text + "': NCCL_BUFFSIZE must be 8 .. " +
+                     std::to_string(INT32_MAX) +
+                     " bytes (an int split into 8 steps), or 0 for NCCL's default");
+  return bytes;
+}
+
 std::int64_t parse_integer(const std::string& flag, const std::string& text, std::int64_t lo,
                            std::int64_t hi) {
   const std::string kind = lo == 0   ? "a non-negative integer"

@@ -36,6 +36,12 @@ std::int64_t parse_memory_bytes(const std::string& flag, const std::string& text
 // Returns bytes.
 std::int64_t parse_segment_bytes(const std::string& flag, const std::string& text, DataType type);
 
+// --nccl-buffsize (msccl:FILE.xml, docs/MSCCL.md): NCCL_BUFFSIZE in
+// parse_size's units; 0 = NCCL's default. Otherwise 8 .. 2^31 - 1 bytes:
+// NCCL keeps it in an int and splits it into NCCL_STEPS = 8 steps. Throws
+// UsageError naming the flag and the value.
+std::int64_t parse_nccl_buffsize(const std::string& flag, const std::string& text);
+
 // An integer flag's value in [lo, hi]: decimal digits with an optional
 // leading '-'. Out of range (overflow included) is an error naming the flag,
 // the value and the range, never a clamp.

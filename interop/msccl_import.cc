@@ -16,10 +16,6 @@ namespace {
 
 // Flags are compared as (loop, kernel step), as the kernel's COMPUTE_FLAG.
 constexpr std::int64_t kLoopStride = std::int64_t{1} << 20;
-// Connection buffer (NCCL_STEPS slots) and slots per chunk by protocol: the
-// kernel moves a chunk per step with LL/LL128 and MSCCL_CHUNKSTEPS steps with
-// Simple.
-constexpr int kConnSlots = 8;
 // Slices of a chunk the importer unrolls at most (ScheduleSpec::segment).
 constexpr std::int64_t kMaxLoops = 4096;
 
@@ -171,7 +167,8 @@ std::pair<std::int64_t, std::int64_t> io_chunks(Collective c, int p, int rank, i
 
 class Importer {
  public:
-  Importer(const Algo& a, const ScheduleSpec& spec) : a_(a), spec_(spec), p_(a.ngpus) {}
+  Importer(const Algo& a, const ScheduleSpec& spec, const Buffering& b)
+      : a_(a), spec_(spec), p_(a.ngpus), b_(b) {}
 
   std::vector<MscclSchedule::RankProgram> run(ImportStats& stats) {
     setup();
@@ -203,7 +200,8 @@ class Importer {
     int src = 0, dst = 0, chan = 0;
     int send_tb = -1, recv_tb = -1;
     std::deque<Message> q;
-    int used = 0;
+    int used = 0;      // connection steps the queued messages take
+    int capacity = 0;  // steps it holds: more where it crosses nodes
   };
   struct Rank {
     std::vector<std::vector<Instr>> instrs;  // per thread block
@@ -259,6 +257,7 @@ class Importer {
       slice_ = spec_.segment;
     }
     stats_.loops = loops_;
+    stats_.buffering = b_;
     in_place_ = !a_.outofplace;
     stats_.in_place = in_place_;
 
@@ -356,7 +355,11 @@ class Importer {
     std::map<std::tuple<int, int, int>, int> index;
     auto conn = [&](int src, int dst, int chan) {
       auto [it, fresh] = index.emplace(std::tuple{src, dst, chan}, static_cast<int>(conns_.size()));
-      if (fresh) conns_.push_back({src, dst, chan, -1, -1, {}, 0});
+      if (fresh) {
+        const bool crosses = b_.node_size > 0 && src / b_.node_size != dst / b_.node_size;
+        conns_.push_back({src, dst, chan, -1, -1, {}, 0, crosses ? b_.net_steps : b_.steps});
+        any_crossing_ = any_crossing_ || crosses;
+      }
       return it->second;
     };
     for (int r = 0; r < p_; ++r) {
@@ -579,7 +582,8 @@ class Importer {
     ++s.pc;
   }
 
-  int weight(const Instr& in) const { return std::max(1, in.cnt) * (a_.proto == "Simple" ? 4 : 1); }
+  // Connection steps a message takes: its calls, each a protocol's steps.
+  int weight(const Instr& in) const { return calls_of(b_, in.cnt) * b_.steps_per_call; }
 
   // Runs every ready local instruction; true if anything ran.
   bool run_locals() {
@@ -754,7 +758,7 @@ class Importer {
             h.rank, h.tb,
             ranks_[static_cast<std::size_t>(h.rank)].tbs[static_cast<std::size_t>(h.tb)].pc);
         const int w = weight(in);
-        if (w > kConnSlots || c.used + w > kConnSlots) continue;
+        if (c.used + w > c.capacity) continue;
         Message m = message_of(h.rank, h.tb);
         m.buffered = true;
         c.used += w;
@@ -937,36 +941,47 @@ class Importer {
       return out;
     }
     const Conn& c = conns_[static_cast<std::size_t>(R.send_conn[static_cast<std::size_t>(t)])];
-    return out + " waits to send to gpu " + std::to_string(tb.send) + " on channel " +
-           std::to_string(tb.chan) + " (connection holds " + std::to_string(c.q.size()) +
-           " message(s), " + std::to_string(c.used) + " of " + std::to_string(kConnSlots) +
-           " slots; this one needs " + std::to_string(weight(in)) + ")";
+    return out + " waits to send " + std::to_string(in.cnt) + " chunk(s) to gpu " +
+           std::to_string(tb.send) + " on channel " + std::to_string(tb.chan) + ": " +
+           std::to_string(calls_of(b_, in.cnt)) + " call(s) x " +
+           std::to_string(b_.steps_per_call) + " step(s) = " + std::to_string(weight(in)) +
+           ", and the connection holds " + std::to_string(c.q.size()) + " message(s) in " +
+           std::to_string(c.used) + " of its " + std::to_string(c.capacity) + " steps";
+  }
+
+  // Why a stuck block waits: 0 for room in a full connection, 1 for a
+  // message, 2 for another block's flag (a consequence of the others).
+  int wait_kind(int r, int t) const {
+    if (!enabled(r, t)) return 2;
+    const TbState& s = ranks_[static_cast<std::size_t>(r)].tbs[static_cast<std::size_t>(t)];
+    return has_recv(instr_at(r, t, s.pc).type) && !s.recv_done ? 1 : 0;
   }
 
   [[noreturn]] void report_deadlock(const std::vector<Head>&) const {
-    std::string detail;
-    int stuck = 0, listed = 0;
+    // The stuck blocks, those that wait for room or a message first: the
+    // flags the others wait for follow from them.
+    std::vector<std::tuple<int, int, int>> stuck;  // (kind, rank, tb)
     for (int r = 0; r < p_; ++r)
-      for (int t = 0; t < static_cast<int>(ranks_[static_cast<std::size_t>(r)].tbs.size()); ++t) {
-        if (done(r, t)) continue;
-        ++stuck;
-        if (listed++ < 4) detail += "; " + tb_state(r, t);
-      }
-    // The first stuck block, with its place in the file.
-    int fr = 0, ft = 0;
-    for (int r = 0, found = 0; r < p_ && !found; ++r)
       for (int t = 0; t < static_cast<int>(ranks_[static_cast<std::size_t>(r)].tbs.size()); ++t)
-        if (!done(r, t)) {
-          fr = r;
-          ft = t;
-          found = 1;
-          break;
-        }
+        if (!done(r, t)) stuck.emplace_back(wait_kind(r, t), r, t);
+    std::stable_sort(stuck.begin(), stuck.end(),
+                     [](const auto& x, const auto& y) { return std::get<0>(x) < std::get<0>(y); });
+    std::string detail;
+    for (std::size_t i = 0; i < stuck.size() && i < 4; ++i)
+      detail += "; " + tb_state(std::get<1>(stuck[i]), std::get<2>(stuck[i]));
+    // The first of them, with its place in the file.
+    const int fr = std::get<1>(stuck.front()), ft = std::get<2>(stuck.front());
     const TbState& s = ranks_[static_cast<std::size_t>(fr)].tbs[static_cast<std::size_t>(ft)];
-    throw ScheduleError(where_step(a_, fr, ft, instr_at(fr, ft, s.pc).last) +
-                        ": deadlock: " + std::to_string(stuck) +
-                        " thread block(s) cannot progress even with the connections' buffering" +
-                        detail + (stuck > 4 ? "; ..." : ""));
+    throw RuntimeDeadlock(
+        where_step(a_, fr, ft, instr_at(fr, ft, s.pc).last) +
+        ": deadlock: " + std::to_string(stuck.size()) +
+        " thread block(s) cannot progress even with the connections' buffering (at " +
+        std::to_string(b_.bytes) + " bytes a call carries up to " +
+        std::to_string(b_.max_allowed_count) + " chunk(s) and takes " +
+        std::to_string(b_.steps_per_call) + " step(s) of a connection's " +
+        std::to_string(b_.steps) +
+        (any_crossing_ ? ", " + std::to_string(b_.net_steps) + " across nodes" : std::string()) +
+        ")" + detail + (stuck.size() > 4 ? "; ..." : ""));
   }
 
   void finish() {
@@ -986,6 +1001,8 @@ class Importer {
   const Algo& a_;
   const ScheduleSpec& spec_;
   const int p_;
+  const Buffering b_;
+  bool any_crossing_ = false;  // a connection crosses nodes
   std::int64_t chunk_ = 0;
   std::int64_t loops_ = 1;
   std::int64_t slice_ = 0;
@@ -1011,9 +1028,51 @@ std::int64_t count_unit(const Algo& algo, int ranks) {
   return n;
 }
 
+Buffering buffering(const Algo& a, const ScheduleSpec& spec) {
+  // msccl_setup.cc mscclSetupCount, msccl_parser.cc (chunkSteps per
+  // collective) and msccl_kernel.cu (the Simple kernel's slices); the lines
+  // are cited in docs/MSCCL.md.
+  Buffering b;
+  const bool simple = a.proto == "Simple";
+  const bool ll = a.proto == "LL";
+  b.buffer = simple ? (spec.nccl_buffsize > 0 ? spec.nccl_buffsize : kDefaultBuffsize)
+                    : (ll ? kDefaultLlBuffsize : kDefaultLl128Buffsize);
+  const std::int64_t step = b.buffer / kNcclSteps;
+  const bool one_step_chunks =
+      a.collective == Collective::reduce || a.collective == Collective::broadcast;
+  const std::int64_t chunk = step * (simple && !one_step_chunks ? kNcclSteps / 2 : 1);
+  // LL: half of each line is flags; LL128: one 8-byte word of each 128-byte line.
+  b.chunk_effective = ll ? chunk / 2 : (simple ? chunk : chunk / 16 * 15);
+  const std::int64_t work =
+      (a.collective == Collective::gather || a.collective == Collective::scatter)
+          ? spec.count / std::max(1, a.ngpus)
+          : spec.count;
+  b.bytes = work * spec.elem_size;
+  const std::int64_t n = std::max(1, a.nchunksperloop);
+  const std::int64_t per_chunk = (b.bytes + n - 1) / n;
+  const std::int64_t m = per_chunk > 0 ? b.chunk_effective / per_chunk : kMaxCount - 1;
+  b.max_allowed_count = static_cast<int>(std::clamp<std::int64_t>(m, 1, kMaxCount - 1));
+  b.steps_per_call = simple ? kNcclSteps / 2 : 1;  // MSCCL_CHUNKSTEPS; LL, LL128: one
+  b.steps = kNcclSteps;
+  b.net_steps = 2 * kNcclSteps;
+  b.node_size = spec.node_size;
+  return b;
+}
+
+int calls_of(const Buffering& b, int cnt) {
+  return cnt <= 0 ? 0 : (cnt + b.max_allowed_count - 1) / b.max_allowed_count;
+}
+
 MscclSchedule::MscclSchedule(ScheduleSpec spec, std::shared_ptr<const Algo> algo)
     : Schedule(std::move(spec)), algo_(std::move(algo)) {
-  Importer importer(*algo_, this->spec());
+  Importer importer(*algo_, this->spec(), buffering(*algo_, this->spec()));
+  programs_ = importer.run(stats_);
+}
+
+MscclSchedule::MscclSchedule(ScheduleSpec spec, std::shared_ptr<const Algo> algo,
+                             const Buffering& b)
+    : Schedule(std::move(spec)), algo_(std::move(algo)) {
+  Importer importer(*algo_, this->spec(), b);
   programs_ = importer.run(stats_);
 }
 
@@ -1056,6 +1115,64 @@ std::string MscclSchedule::describe_element(int rank, Buf buf, std::int64_t inde
 std::unique_ptr<MscclSchedule> import_schedule(std::shared_ptr<const Algo> algo,
                                                const ScheduleSpec& spec) {
   return std::make_unique<MscclSchedule>(spec, std::move(algo));
+}
+
+Hang first_hang(const std::shared_ptr<const Algo>& algo, const ScheduleSpec& spec_in) {
+  const Algo& a = *algo;
+  const std::int64_t unit = count_unit(a, a.ngpus);
+  ScheduleSpec spec = spec_in;
+  spec.segment = 0;  // the runtime's loops repeat one pass: one pass decides
+  spec.count = unit;
+  const Buffering smallest = buffering(a, spec);
+  // Whether the file deadlocks when a call carries at most m chunks (the
+  // connection steps of every message follow from m alone).
+  const auto deadlocks = [&](int m) {
+    Buffering b = smallest;
+    b.max_allowed_count = m;
+    try {
+      MscclSchedule probe(spec, algo, b);
+    } catch (const RuntimeDeadlock&) {
+      return true;
+    }
+    return false;
+  };
+  Hang h;
+  if (!deadlocks(1)) return h;  // not even at the largest sizes
+  h.any = true;
+  int lo = 1, hi = smallest.max_allowed_count;  // deadlocks(lo); hi: unknown yet
+  if (deadlocks(hi)) {
+    h.every = true;
+    lo = hi;
+  } else {
+    while (hi - lo > 1) {  // deadlocks(lo), !deadlocks(hi)
+      const int mid = lo + (hi - lo) / 2;
+      (deadlocks(mid) ? lo : hi) = mid;
+    }
+  }
+  // The smallest count whose max_allowed_count is at most lo: floor(E /
+  // ceil(bytes / N)) <= lo exactly when ceil(bytes / N) > floor(E / (lo + 1)),
+  // that is bytes > N floor(E / (lo + 1)).
+  if (h.every) {
+    h.count = unit;
+  } else {
+    const std::int64_t n = a.nchunksperloop;
+    const std::int64_t limit = n * (smallest.chunk_effective / (lo + 1));
+    const std::int64_t per_work =
+        a.collective == Collective::gather || a.collective == Collective::scatter ? a.ngpus : 1;
+    const std::int64_t work = limit / spec.elem_size + 1;  // work x elem_size > limit
+    h.count = (work * per_work + unit - 1) / unit * unit;
+    h.last_ok = h.count - unit;
+  }
+  spec.count = h.count;
+  h.at = buffering(a, spec);
+  try {
+    MscclSchedule at(spec, algo);
+    throw ScheduleError(a.file + ": internal: the first size the runtime hangs at, count " +
+                        std::to_string(h.count) + ", imports");
+  } catch (const RuntimeDeadlock& e) {
+    h.reason = e.what();
+  }
+  return h;
 }
 
 }  // namespace collkit::msccl

@@ -21,6 +21,38 @@ std::shared_ptr<const Algo> load(const std::string& algorithm) {
   return std::make_shared<const Algo>(read_algo(file));
 }
 
+namespace {
+
+// "Simple, connection buffer 4194304 bytes (NCCL_BUFFSIZE's default) in 8
+// steps, all ranks in one node"
+std::string buffering_words(const Algo& a, const Buffering& b) {
+  std::string out = a.proto + ", connection buffer " + std::to_string(b.buffer) + " bytes (";
+  if (a.proto == "Simple")
+    out += b.buffer == kDefaultBuffsize ? "NCCL_BUFFSIZE's default" : "NCCL_BUFFSIZE";
+  else
+    out += std::string(a.proto == "LL" ? "NCCL_LL_BUFFSIZE" : "NCCL_LL128_BUFFSIZE") + "'s default";
+  out += ") in " + std::to_string(b.steps) + " steps";
+  if (b.node_size > 0 && b.node_size < a.ngpus)
+    out += ", " + std::to_string(b.net_steps) + " between nodes of " + std::to_string(b.node_size) +
+           " ranks";
+  else
+    out += ", all ranks in one node";
+  return out;
+}
+
+std::string hang_words(const Algo& a, const Hang& h, const ScheduleSpec& spec) {
+  const std::string elem = std::to_string(spec.elem_size) + "-byte elements";
+  if (h.every)
+    return "hangs at every size, from the smallest count " + std::to_string(h.count) + " (" +
+           std::to_string(h.at.bytes) + " bytes of " + elem + "; " + buffering_words(a, h.at) + ")";
+  return "hangs from count " + std::to_string(h.count) + " (" + std::to_string(h.at.bytes) +
+         " bytes of " + elem + "; " + buffering_words(a, h.at) +
+         "), where a call carries at most " + std::to_string(h.at.max_allowed_count) +
+         " chunk(s); the largest count that runs is " + std::to_string(h.last_ok);
+}
+
+}  // namespace
+
 }  // namespace msccl
 
 void register_interop_sources() {
@@ -34,6 +66,21 @@ void register_interop_sources() {
   src.count_unit = [](const ScheduleSpec& spec) {
     const auto algo = msccl::load(spec.algorithm);
     return msccl::count_unit(*algo, algo->ngpus);
+  };
+  src.runtime_hang = [](const ScheduleSpec& spec) -> std::string {
+    const auto algo = msccl::load(spec.algorithm);
+    try {
+      msccl::import_schedule(algo, spec);
+      return {};
+    } catch (const msccl::RuntimeDeadlock&) {
+      // below: from which size on, and why
+    } catch (const Error&) {
+      return {};  // not a hang: building the schedule says what is wrong
+    }
+    const msccl::Hang h = msccl::first_hang(algo, spec);
+    return spec.algorithm + " at count " + std::to_string(spec.count) + " (" +
+           std::to_string(msccl::buffering(*algo, spec).bytes) + " bytes): the runtime " +
+           msccl::hang_words(*algo, h, spec) + ": " + h.reason;
   };
   register_schedule_source(std::move(src));
 }
@@ -61,6 +108,30 @@ std::string describe_file(const Schedule& s) {
         " attribute: current runtimes (msccl-executor-nccl, RCCL) reject the file, the legacy "
         "microsoft/msccl parser accepts it";
   }
+  return out;
+}
+
+HangReport describe_hang(const ScheduleSpec& spec) {
+  HangReport out;
+  if (file_of(spec.algorithm).empty()) return out;
+  const auto algo = load(spec.algorithm);
+  const Hang h = first_hang(algo, spec);
+  if (!h.any) {
+    ScheduleSpec smallest = spec;
+    smallest.count = count_unit(*algo, algo->ngpus);
+    out.lines.push_back("runtime: no size hangs (" +
+                        buffering_words(*algo, buffering(*algo, smallest)) +
+                        "): every message fits its connection or meets its receiver, even at "
+                        "the sizes where a call carries one chunk");
+    return out;
+  }
+  out.from_count = h.count;
+  out.every = h.every;
+  out.lines.push_back("runtime: " + hang_words(*algo, h, spec) +
+                      (h.every ? "" : "; larger counts are not verified"));
+  // Where every size hangs, verify fails at the first count with the reason.
+  if (!h.every)
+    out.lines.push_back("runtime: at count " + std::to_string(h.count) + ": " + h.reason);
   return out;
 }
 

@@ -3,8 +3,10 @@
 // command's main and the tests call register_interop_sources() at startup.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "interop/msccl_xml.h"
 
@@ -27,6 +29,7 @@ std::shared_ptr<const Algo> load(const std::string& algorithm);
 
 namespace collkit {
 class Schedule;
+struct ScheduleSpec;
 namespace msccl {
 
 // For `collkit verify`: one line about the file behind an imported schedule
@@ -34,6 +37,18 @@ namespace msccl {
 // and one about what the import did at this count; "" for other schedules.
 std::string describe_file(const Schedule& s);
 std::string describe_import(const Schedule& s);
+
+// Where the runtime hangs running the file of spec.algorithm (msccl:FILE.xml)
+// at spec's element size, buffer (nccl_buffsize) and nodes (node_size): the
+// lines `collkit verify` prints, and the count from which it hangs (-1:
+// none; the smallest count when every size hangs). Empty lines and -1 for
+// other algorithms; what import throws for a file that fails otherwise.
+struct HangReport {
+  std::int64_t from_count = -1;
+  bool every = false;
+  std::vector<std::string> lines;
+};
+HangReport describe_hang(const ScheduleSpec& spec);
 
 }  // namespace msccl
 }  // namespace collkit

@@ -185,15 +185,7 @@ class MpiBackendBase : public BenchBackend {
 
   std::unique_ptr<Schedule> schedule_for(const std::string& algorithm, std::int64_t count,
                                          DataType type) const {
-    ScheduleSpec spec;
-    spec.collective = cfg_.collective;
-    spec.algorithm = algorithm;
-    spec.ranks = ranks_;
-    spec.root = cfg_.root;
-    spec.count = count;
-    spec.elem_size = size_of(type);
-    spec.model = kBenchSegmentModel;
-    return make_schedule(spec);
+    return make_schedule(bench_schedule_spec(cfg_, algorithm, ranks_, count, type));
   }
 
   const BenchConfig& cfg_;

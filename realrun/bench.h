@@ -48,6 +48,7 @@ struct BenchArgs {
   std::string cycles = "1";          // -N: run the whole bench this many times
   std::string cputime = "0";         // -C: report CPU time instead of GPU time
   std::string local_register = "0";  // -R: register buffers with NCCL
+  std::string nccl_buffsize = "0";   // --nccl-buffsize: msccl:FILE.xml's runtime buffer
   std::vector<std::string> extras;   // arguments the command line did not recognise
   // Report files the sink writes besides --json (flag, path), for checks
   // that concern every output file (-N).

@@ -185,15 +185,22 @@ BenchConfig parse_config(const BenchArgs& a, int ranks) {
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
+  cfg.nccl_buffsize = parse_nccl_buffsize("--nccl-buffsize", a.nccl_buffsize);
   for (const std::string& n : names) {
     if (n == kNative || ranks <= 0) continue;
-    ScheduleSpec spec;
-    spec.collective = c;
-    spec.algorithm = n;
-    spec.ranks = ranks;
-    spec.root = cfg.root;
-    spec.model = kBenchSegmentModel;
-    make_schedule(spec);
+    make_schedule(bench_schedule_spec(cfg, n, ranks, 0, DataType::float32));
+    // Where the runtime a schedule comes from (msccl:FILE.xml) would hang,
+    // there is nothing to measure: refused before anything runs.
+    for (std::int64_t bytes : cfg.sizes)
+      for (DataType type : cfg.dtypes) {
+        const SizeMapping size = map_size(c, bytes, size_of(type), ranks);
+        const std::string hang =
+            runtime_hang(bench_schedule_spec(cfg, n, ranks, size.spec_count, type));
+        if (!hang.empty())
+          throw UsageError((cfg.min_bytes == cfg.max_bytes ? "-b/-e " : "-e ") + a.max_bytes +
+                           ": " + std::to_string(bytes) + " bytes of " +
+                           std::string(to_string(type)) + ": " + hang);
+      }
   }
   for (const std::string& n : names)
     if (std::find(cfg.algorithms.begin(), cfg.algorithms.end(), n) == cfg.algorithms.end())
@@ -265,15 +272,8 @@ MemoryNeed memory_needed(const BenchConfig& cfg, int ranks) {
             if (algorithm == kNative) {
               plan = io_plan(c, ranks, rank, cfg.root, count, type, cfg.ops.front(), in_place);
             } else {
-              ScheduleSpec spec;
-              spec.collective = c;
-              spec.algorithm = algorithm;
-              spec.ranks = ranks;
-              spec.root = cfg.root;
-              spec.count = count;
-              spec.elem_size = size_of(type);
-              spec.model = kBenchSegmentModel;
-              const std::unique_ptr<Schedule> schedule = make_schedule(spec);
+              const std::unique_ptr<Schedule> schedule =
+                  make_schedule(bench_schedule_spec(cfg, algorithm, ranks, count, type));
               plan = compile_plan(*schedule, rank, type, cfg.ops.front(), in_place);
             }
           } catch (const Error&) {
@@ -345,19 +345,33 @@ void check_device_memory(const BenchConfig& cfg, int ranks, int ranks_on_device,
                    ". Largest: " + need.detail);
 }
 
+ScheduleSpec bench_schedule_spec(const BenchConfig& cfg, const std::string& algorithm, int ranks,
+                                 std::int64_t count, DataType type) {
+  ScheduleSpec spec;
+  spec.collective = cfg.collective;
+  spec.algorithm = algorithm;
+  spec.ranks = ranks;
+  spec.root = cfg.root;
+  spec.count = count;
+  spec.elem_size = size_of(type);
+  spec.model = kBenchSegmentModel;
+  spec.nccl_buffsize = cfg.nccl_buffsize;
+  return spec;
+}
+
 std::uint64_t args_hash(const BenchArgs& a) {
   std::uint64_t h = 1469598103934665603ull;
   const auto add = [&](const std::string& s) {
     for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
     h = (h ^ 0xFF) * 1099511628211ull;  // separator: ("ab","c") != ("a","bc")
   };
-  for (const std::string* s : {&a.backend,        &a.collective,    &a.algorithms, &a.min_bytes,
-                               &a.max_bytes,      &a.step_factor,   &a.step_bytes, &a.iters,
-                               &a.warmup,         &a.check,         &a.dtype,      &a.op,
-                               &a.root,           &a.average,       &a.json_path,  &a.timeout,
-                               &a.ranks,          &a.graph,         &a.threads,    &a.agg_iters,
-                               &a.blocking,       &a.parallel_init, &a.cycles,     &a.cputime,
-                               &a.local_register, &a.engine})
+  for (const std::string* s : {&a.backend,        &a.collective,    &a.algorithms,   &a.min_bytes,
+                               &a.max_bytes,      &a.step_factor,   &a.step_bytes,   &a.iters,
+                               &a.warmup,         &a.check,         &a.dtype,        &a.op,
+                               &a.root,           &a.average,       &a.json_path,    &a.timeout,
+                               &a.ranks,          &a.graph,         &a.threads,      &a.agg_iters,
+                               &a.blocking,       &a.parallel_init, &a.cycles,       &a.cputime,
+                               &a.local_register, &a.engine,        &a.nccl_buffsize})
     add(*s);
   for (const std::string& e : a.extras) add(e);
   return h;

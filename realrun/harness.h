@@ -79,12 +79,22 @@ struct BenchConfig {
   // -N: the whole bench (every algorithm, type, op and size) runs this many
   // times, each cycle's rows printed as they come; 0 = until interrupted.
   int cycles = 1;
+  // --nccl-buffsize: NCCL_BUFFSIZE of the runtime an msccl:FILE.xml comes
+  // from (0 = NCCL's default); sizes at which that runtime would hang are
+  // refused (docs/MSCCL.md).
+  std::int64_t nccl_buffsize = 0;
 };
+
+// The spec of the schedule bench runs for `algorithm` at `count` elements
+// of `type` on `ranks` ranks (segments chosen with kBenchSegmentModel).
+ScheduleSpec bench_schedule_spec(const BenchConfig& cfg, const std::string& algorithm, int ranks,
+                                 std::int64_t count, DataType type);
 
 // The backend named by --backend (UsageError listing the valid ones).
 Backend parse_bench_backend(const std::string& text);
 
-// Validates every flag for `ranks` ranks; throws UsageError naming the flag.
+// Validates every flag for `ranks` ranks; throws UsageError naming the flag
+// (also for a size at which an msccl:FILE.xml's runtime would hang).
 // ranks = 0: the rank count is not known yet (before MPI starts, under a
 // launcher that does not say): the checks that need it are left for later.
 BenchConfig parse_config(const BenchArgs& a, int ranks);

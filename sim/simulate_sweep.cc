@@ -55,6 +55,17 @@ std::vector<SweepPoint> simulate_sweep(const SweepSpec& spec, const Topology& to
     }
     make_schedule(schedule_spec(sweep, algorithm, map_size(sweep.collective, 0, 1, 1)));
   }
+  // A size at which the runtime the schedule comes from would hang has no
+  // time to simulate: refused before anything runs, naming the size.
+  for (const std::string& algorithm : sweep.algorithms) {
+    if (on_topology(algorithm) || !find_schedule_source(algorithm)) continue;
+    for (std::int64_t bytes : sweep.sizes) {
+      const SizeMapping size = map_size(sweep.collective, bytes, size_of(sweep.dtype), sweep.ranks);
+      const std::string hang = runtime_hang(schedule_spec(sweep, algorithm, size));
+      if (!hang.empty())
+        throw UsageError("size " + std::to_string(bytes) + " of the sweep: " + hang);
+    }
+  }
   std::optional<NcclContext> ctx;
   if (any_nccl) ctx = nccl_context(topology, sweep.ranks);
   const auto choose = [&](const ScheduleSpec& spec) {

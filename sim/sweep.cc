@@ -22,6 +22,7 @@ ScheduleSpec schedule_spec(const SweepSpec& sweep, const std::string& algorithm,
     spec.segment = std::max<std::int64_t>(1, sweep.segment_bytes / spec.elem_size);
   spec.group_size = sweep.group_size;
   spec.node_size = sweep.node_size;
+  spec.nccl_buffsize = sweep.nccl_buffsize;
   spec.model = sweep.model;
   return spec;
 }

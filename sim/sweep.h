@@ -30,6 +30,7 @@ struct SweepSpec {
   std::int64_t segment_bytes = 0;   // pipelined algorithms; 0 = closed-form optimum
   int group_size = 0;               // hierarchical algorithms; 0 = automatic
   int node_size = 0;                // ranks per node; 0 = unknown (simulate_sweep: the topology's)
+  std::int64_t nccl_buffsize = 0;   // msccl:FILE.xml: NCCL_BUFFSIZE (0 = NCCL's default)
   CostParams model{};               // only picks default segment sizes
   // The named nccl variants (nccl:ring, ...) as collkit bench runs them:
   // built from the spec with their default channel plan (bench knows no
@@ -71,7 +72,9 @@ std::vector<SweepPoint> run_sweep(const SweepSpec& sweep, const TimeFn& time_of,
 CostParams cost_params_of(const Topology& topology, int ranks);
 
 // run_sweep with the simulator: validates every algorithm name and the rank
-// count up front (so a typo fails before minutes of simulation), then times
+// count up front (so a typo fails before minutes of simulation), refuses
+// with a UsageError the sizes at which a schedule source's runtime would
+// hang (msccl:FILE.xml, runtime_hang in algorithms/registry.h), then times
 // each schedule with simulate().
 std::vector<SweepPoint> simulate_sweep(const SweepSpec& sweep, const Topology& topology,
                                        const SimOptions& options, const ProgressFn& progress = {});

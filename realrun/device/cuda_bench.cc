@@ -463,15 +463,8 @@ class CudaBackend final : public BenchBackend {
     const Collective c = cfg_.collective;
     const std::int64_t count = size.spec_count;
     if (algorithm == kNative) return prepare_native(size, type, op, in_place, unavailable);
-    ScheduleSpec spec;
-    spec.collective = c;
-    spec.algorithm = algorithm;
-    spec.ranks = ranks_;
-    spec.root = cfg_.root;
-    spec.count = count;
-    spec.elem_size = size_of(type);
-    spec.model = kBenchSegmentModel;
-    std::unique_ptr<Schedule> s = make_schedule(spec);
+    std::unique_ptr<Schedule> s =
+        make_schedule(bench_schedule_spec(cfg_, algorithm, ranks_, count, type));
     if (in_place) {
       for (int r = 0; r < ranks_; ++r) {
         unavailable = in_place_hazard(*s, r, in_place_layout(c, ranks_, r, cfg_.root, count));

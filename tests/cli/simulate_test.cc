@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -106,6 +107,36 @@ TEST_F(SimulateCli, UnknownCollective) {
             "collkit: error: unknown collective 'allreduce'; valid: broadcast, reduce, "
             "all_gather, scatter, gather, reduce_scatter, all_reduce, all_to_all, barrier\n");
   EXPECT_EQ(leftovers(), std::vector<std::string>{});
+}
+
+// Issue 44: an MSCCL file is refused at the sizes at which its runtime would
+// hang, before anything is simulated or written. The 64-GPU recursive
+// halving/doubling file on nodes of 8 hangs from 16 MiB + 256 bytes
+// (tests/interop/msccl_buffering_test.cc works it out); a 64 MiB
+// NCCL_BUFFSIZE lets 32 MiB run.
+TEST_F(SimulateCli, MscclSizesThatHangInTheRuntimeAreRefused) {
+  const std::string root = COLLKIT_SOURCE_DIR;
+  const std::string args =
+      "simulate --topology '" + root + "/topologies/h100-cluster-16x8.json' --ranks 64 " +
+      "--collective all_reduce --algorithm 'msccl:" + root +
+      "/tests/data/msccl/"
+      "dailiuyao__msccl_tools_lyd__examples__xml__allreduce_rec_doub_halv_Simple_gpu64_ins1.xml' "
+      "-b 16M -e 32M -f 2 --json '" +
+      json_path() + "'";
+  const RunResult r = testing_cli::run_collkit(args, dir_);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("collkit: error: size 33554432 of the sweep: msccl:", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(" at count 8388608 (33554432 bytes): the runtime hangs from count 4194368 "
+                       "(16777472 bytes of 4-byte elements; Simple, connection buffer 4194304 "
+                       "bytes (NCCL_BUFFSIZE's default) in 8 steps, 16 between nodes of 8 ranks)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(leftovers(), std::vector<std::string>{});
+  const RunResult big = testing_cli::run_collkit(args + " --nccl-buffsize 64M", dir_);
+  EXPECT_EQ(big.exit_code, 0) << big.err;
+  EXPECT_NE(big.out.find("\n    33554432       8388608     float"), std::string::npos) << big.out;
 }
 
 TEST_F(SimulateCli, OutputDirectoryMustExist) {

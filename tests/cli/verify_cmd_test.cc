@@ -63,6 +63,63 @@ TEST(VerifyCommand, DeadlockedFileExitsOneNamingTheStep) {
       << r.err;
 }
 
+// Issue 44: the 64-GPU recursive halving/doubling file runs at small sizes
+// and hangs in the runtime from 8 MiB of floats (tests/interop/msccl_support.h
+// works the boundary out): verify proves the counts below, states the
+// boundary and passes; a count at the boundary fails naming the full
+// connection; --nccl-buffsize moves the boundary.
+TEST(VerifyCommand, FileThatHangsAtLargeSizesIsVerifiedBelowThem) {
+  const std::string rdh = data(
+      "dailiuyao__msccl_tools_lyd__examples__xml__allreduce_rec_doub_halv_Simple_gpu64_ins1.xml");
+  const RunResult r = run("verify --collective all_reduce --algorithm msccl:" + rdh);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("\n# runtime: hangs from count 2097216 (8388864 bytes of 4-byte elements; "
+                       "Simple, connection buffer 4194304 bytes (NCCL_BUFFSIZE's default) in 8 "
+                       "steps, all ranks in one node), where a call carries at most 15 chunk(s); "
+                       "the largest count that runs is 2097152; larger counts are not verified\n"
+                       "# runtime: at count 2097216: "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("gpu 0 tb 5 at step 0 (s) waits to send 32 chunk(s) to gpu 32 on channel 0: "
+                       "3 call(s) x 4 step(s) = 12"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\n          64     13     12       768  numeric x10, symbolic "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("# verified at 5 count(s)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("; the runtime hangs from count 2097216 (above)\n"), std::string::npos)
+      << r.out;
+
+  const RunResult at =
+      run("verify --collective all_reduce --algorithm msccl:" + rdh + " --count 2097216");
+  EXPECT_EQ(at.exit_code, 1) << at.out << at.err;
+  EXPECT_EQ(count_lines(at.err), 1) << at.err;
+  EXPECT_NE(at.err.find("verify: FAILED at count 2097216: "), std::string::npos) << at.err;
+  EXPECT_NE(at.err.find("deadlock: 384 thread block(s)"), std::string::npos) << at.err;
+
+  // NCCL_BUFFSIZE 2 MiB: 1 MiB a call, 16 chunks of it while ceil(bytes /
+  // 64) <= 65536: the boundary halves twice, to 4 MiB + 64 floats.
+  const RunResult small = run("verify --collective all_reduce --algorithm msccl:" + rdh +
+                              " --nccl-buffsize 2M --count 64");
+  ASSERT_EQ(small.exit_code, 0) << small.out << small.err;
+  EXPECT_NE(small.out.find("# runtime: hangs from count 1048640 (4194560 bytes of 4-byte "
+                           "elements; Simple, connection buffer 2097152 bytes (NCCL_BUFFSIZE) in "
+                           "8 steps"),
+            std::string::npos)
+      << small.out;
+
+  // A file that runs at every size says so.
+  const RunResult ok =
+      run("verify --collective all_gather --algorithm msccl:" +
+          data("Azure__msccl-scheduler__tools__msccl-algorithms__ncv4__ag_hier_4_LL.xml"));
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("\n# runtime: no size hangs (LL, connection buffer 524288 bytes "
+                        "(NCCL_LL_BUFFSIZE's default) in 8 steps, all ranks in one node)"),
+            std::string::npos)
+      << ok.out;
+}
+
 TEST(VerifyCommand, BadInputIsOneLineExitTwo) {
   const std::string dir = ::testing::TempDir();
   const std::string bad = dir + "/bad.xml";
@@ -77,7 +134,10 @@ TEST(VerifyCommand, BadInputIsOneLineExitTwo) {
             " --count 100",
         "verify --collective all_gather --algorithm msccl:" +
             data("Azure__msccl-scheduler__tools__msccl-algorithms__ndv4__r48ll.xml"),
-        std::string("verify --collective all_reduce --algorithm ring")}) {
+        std::string("verify --collective all_reduce --algorithm ring"),
+        std::string("verify --collective all_reduce --algorithm ring --ranks 4 --nccl-buffsize 7"),
+        std::string("verify --collective all_reduce --algorithm ring --ranks 4 --nccl-buffsize "
+                    "4G")}) {
     const RunResult r = run(args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out << r.err;
     EXPECT_EQ(count_lines(r.err), 1) << args << "\n" << r.err;
@@ -88,6 +148,14 @@ TEST(VerifyCommand, BadInputIsOneLineExitTwo) {
   EXPECT_NE(r.err.find("bad.xml:2: <gpu id=\"0\">: attribute i_chunks: \"two\" is not an integer"),
             std::string::npos)
       << r.err;
+}
+
+TEST(VerifyCommand, NcclBuffsizeOutOfRangeNamesTheFlag) {
+  const RunResult r =
+      run("verify --collective all_reduce --algorithm ring --ranks 4 --nccl-buffsize 7");
+  EXPECT_EQ(r.err,
+            "collkit: error: --nccl-buffsize '7': NCCL_BUFFSIZE must be 8 .. 2147483647 bytes (an "
+            "int split into 8 steps), or 0 for NCCL's default\n");
 }
 
 TEST(AlgorithmsCommand, ListsTheScheduleSources) {

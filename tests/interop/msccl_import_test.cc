@@ -188,8 +188,8 @@ TEST(MscclImport, ReceivingFirstOnBothSidesDeadlocks) {
 
 // Rank 0 sends three chunks on channel 0 before it sends the one on channel
 // 1 that rank 1 waits for before receiving them: fine while the connection
-// buffers three messages (LL: 8 slots, one per chunk), a deadlock with
-// Simple (4 slots per chunk: two messages).
+// buffers three messages (LL: a call is one of its 8 steps), a deadlock
+// with Simple (a call takes 4 steps: two messages).
 std::string three_buffered(const std::string& proto) {
   return Xml("allreduce", 2, 4, proto)
       .gpu(0, 4, 4, 0)
@@ -218,8 +218,11 @@ TEST(MscclImport, ConnectionBufferingFollowsTheProtocol) {
   } catch (const ScheduleError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("deadlock"), std::string::npos) << what;
-    EXPECT_NE(what.find("gpu 0 tb 0 at step 2 (s) waits to send to gpu 1 on channel 0 (connection "
-                        "holds 2 message(s), 8 of 8 slots; this one needs 4)"),
+    // At 16 bytes a call carries every chunk of a step (71 at most), so each
+    // one-chunk send is one call of 4 steps: two fill the 8.
+    EXPECT_NE(what.find("gpu 0 tb 0 at step 2 (s) waits to send 1 chunk(s) to gpu 1 on channel 0: "
+                        "1 call(s) x 4 step(s) = 4, and the connection holds 2 message(s) in 8 "
+                        "of its 8 steps"),
               std::string::npos)
         << what;
   }
@@ -276,6 +279,18 @@ TEST_P(MscclPublished, ImportsVerifiesAndSimulatesOrFailsPrecisely) {
   spec.collective = parse_collective(f.collective);
   spec.algorithm = std::string("msccl:") + msccl_testing::path_of(f);
   spec.ranks = f.ranks;
+  // Where the runtime hangs (float, NCCL's default buffers, one node): at
+  // no size for the files that run, at every size for the one that
+  // deadlocks, from the hand-computed count for the one that fills its
+  // connections at large sizes.
+  if (f.failure.empty() || f.failure == "deadlock") {
+    const Hang h = first_hang(load(spec.algorithm), spec);
+    EXPECT_EQ(h.any, f.failure == "deadlock" || f.hangs_from >= 0);
+    EXPECT_EQ(h.every, f.failure == "deadlock");
+    if (f.hangs_from >= 0) {
+      EXPECT_EQ(h.count, f.hangs_from);
+    }
+  }
   for (std::int64_t k : {1, 3}) {
     spec.count = f.nchunks * k;
     if (!f.failure.empty()) {
@@ -293,8 +308,10 @@ TEST_P(MscclPublished, ImportsVerifiesAndSimulatesOrFailsPrecisely) {
     verify_numeric(*s, DType::int32, ReduceOp::sum, 3);
     verify_numeric(*s, DType::float64, ReduceOp::max, 5);
     verify_symbolic(*s);
-    const auto topology =
-        load_topology(std::string(COLLKIT_SOURCE_DIR) + "/topologies/dgx-h100.json", f.ranks);
+    const auto topology = load_topology(
+        std::string(COLLKIT_SOURCE_DIR) +
+            (f.ranks <= 8 ? "/topologies/dgx-h100.json" : "/topologies/h100-cluster-16x8.json"),
+        f.ranks);
     const SimResult r = simulate(*s, *topology);
     EXPECT_TRUE(r.time > 0 && std::isfinite(r.time));
     EXPECT_GT(r.messages, 0);

@@ -2,6 +2,7 @@
 // builder for small hand-written files.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -16,6 +17,9 @@ struct Published {
   int ranks;
   int nchunks;
   std::string failure;  // "" = computes its collective; else part of the expected error
+  // The first float count at which the runtime hangs with NCCL's default
+  // buffers, all ranks in one node (-1: at no size), computed by hand.
+  std::int64_t hangs_from = -1;
 };
 
 inline const std::vector<Published>& published() {
@@ -40,6 +44,14 @@ inline const std::vector<Published>& published() {
       {"microsoft__msccl-tools__experiments_ar_multi__ar_1.xml", "all_reduce", 8, 8,
        "thread blocks 5 and 8 both receive from gpu 6 on channel 0"},
       {"microsoft__msccl__src__xml_generator__ar_ll.xml", "all_reduce", 8, 8, ""},
+      // Every GPU first sends 32 chunks to its partner, then receives 32 from
+      // it (Simple). A call carries m = floor(2097152 / ceil(bytes / 64))
+      // chunks (chunkEffectiveSize: 4 MiB / 8 steps x 4), the 32 chunks take
+      // ceil(32 / m) calls of 4 steps against the connection's 8: they fit
+      // while m >= 16, that is while ceil(bytes / 64) <= 131072, bytes <= 8
+      // MiB = 2097152 floats. The first multiple of 64 above: 2097216.
+      {"dailiuyao__msccl_tools_lyd__examples__xml__allreduce_rec_doub_halv_Simple_gpu64_ins1.xml",
+       "all_reduce", 64, 64, "", 2097216},
       {"spriestgcl__teccl-msccl__teccl__examples__experiments__output__nvswitch16__AllGather__Fast_"
        "_64MB_msccl_strict.xml",
        "all_gather", 16, 16, "deadlock"},
