@@ -63,6 +63,11 @@ constexpr double kStallTolerance = 1e-3;
 // fit's final Jacobian, which tells what the points cannot tell apart,
 // stays central.
 constexpr int kRecheckUnused = 5;
+
+// A point the fastest network of the base's shape still simulates this
+// much slower than measured is named (measurements repeat within a few
+// percent; more is the model's shape, not noise).
+constexpr double kFasterThanPossible = 0.05;
 constexpr int kScreenIterations = 8;
 constexpr double kScreenKeep = 0.1;
 
@@ -231,6 +236,10 @@ CalibrationResult calibrate_fixed(const std::vector<CalibrationInput>& inputs, c
   result.min_bytes = options.min_bytes;
   result.match = options.match;
   record_base(problem, result);
+  if (search.final) {
+    const std::string slow = problem.faster_than_possible(kFasterThanPossible);
+    if (!slow.empty()) result.warnings.push_back(slow);
+  }
 
   const std::size_t n = problem.size();
   LmOptions lm{options.max_iterations, kStep};

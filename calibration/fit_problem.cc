@@ -433,7 +433,12 @@ void FitProblem::set_ranges(const std::vector<CalibrationInput>& inputs,
     if (fp.kind == ParamKind::host_cores) host_cores_limit_ = cores;
   for (std::size_t k = 0; k < n; ++k) {
     FittedParam& fp = params_[k];
-    const auto [lo, hi] = param_range(fp.kind, cores);
+    auto [lo, hi] = param_range(fp.kind, cores);
+    // A link never carries more than its line rate, where the base gives one.
+    if (fp.kind == ParamKind::bandwidth) {
+      const double rate = trial_.classes[static_cast<std::size_t>(fp.link_class)].line_rate;
+      if (rate > 0) hi = std::min(hi, rate);
+    }
     fp.lower = lo;
     fp.upper = hi;
     lower_[k] = std::log(std::max(lo, kMinSeconds));
@@ -519,6 +524,46 @@ std::vector<LmVector> FitProblem::spread_starts(int count) const {
   return starts;
 }
 
+LmVector FitProblem::fastest_theta() const {
+  LmVector theta(params_.size());
+  for (std::size_t k = 0; k < params_.size(); ++k) {
+    const ParamKind kind = params_[k].kind;
+    theta[k] = is_rate(kind) || kind == ParamKind::host_cores ? upper_[k] : lower_[k];
+  }
+  return theta;
+}
+
+std::string FitProblem::faster_than_possible(double tolerance) const {
+  const LmVector r = raw_residuals(fastest_theta());
+  const std::vector<Point>& points = points_.points;
+  std::vector<std::size_t> slow;
+  for (std::size_t i = 0; i < points.size(); ++i)
+    if (r[i] > tolerance) slow.push_back(i);
+  if (slow.empty()) return "";
+  // The worst first, a few named.
+  std::stable_sort(slow.begin(), slow.end(),
+                   [&](std::size_t a, std::size_t b) { return r[a] > r[b]; });
+  bool line_rates = false;
+  for (const LinkProps& c : trial_.classes) line_rates = line_rates || c.line_rate > 0;
+  std::string list;
+  for (std::size_t j = 0; j < slow.size() && j < 3; ++j) {
+    const ResultRow& row = *points[slow[j]].result;
+    list += (j ? "; " : "") + std::string(to_string(row.collective)) + " " +
+            std::to_string(row.bytes) + " B" + (row.in_place ? " in place" : "") + ": measured " +
+            fmt("%.1f", row.time_us) + " us, at best " +
+            fmt("%.1f", row.time_us * (1 + r[slow[j]])) + " us";
+  }
+  return std::to_string(slow.size()) + " of the " + std::to_string(points.size()) +
+         " points are faster than this network can be with every link at " +
+         (line_rates ? "its line rate (line_rate_gbps) or the top of its range"
+                     : "the top of its range") +
+         " and no latency (" + list +
+         "): no fit reaches them. The model's schedule moves more over its slowest links than "
+         "the run did: the run used another algorithm than the model chose (NCCL's choice "
+         "depends on its version; was NCCL_ALGO set?), or the base's structure (NICs per node, "
+         "links per GPU) is not the machine's";
+}
+
 CalibrationResult FitProblem::initial_result() const {
   CalibrationResult result;
   result.params = params_;
@@ -591,9 +636,17 @@ void FitProblem::finish(const LmVector& theta, const std::vector<bool>& mattered
   for (const FittedParam& fp : params) {
     if (!fp.at_bound) continue;
     const bool upper = std::abs(std::log(fp.fitted) - std::log(fp.upper)) < 1e-5;
-    result.problems.push_back(fp.name + " ended on the " + (upper ? "upper" : "lower") +
-                              " bound of its physical range (" + range_text(fp) +
-                              "): the measurements ask for a value no such network has");
+    const bool line_rate =
+        upper && fp.kind == ParamKind::bandwidth &&
+        trial_.classes[static_cast<std::size_t>(fp.link_class)].line_rate == fp.upper;
+    if (line_rate)
+      result.problems.push_back(fp.name + " ended on its line rate (" + fmt("%g", fp.upper / 1e9) +
+                                " GB/s, the base's line_rate_gbps): the measurements ask for more "
+                                "than these links carry");
+    else
+      result.problems.push_back(fp.name + " ended on the " + (upper ? "upper" : "lower") +
+                                " bound of its physical range (" + range_text(fp) +
+                                "): the measurements ask for a value no such network has");
   }
   if (result.loss > result.base_loss * (1 + 1e-9))
     result.problems.push_back("the fit predicts worse than the base (loss " +

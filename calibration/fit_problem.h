@@ -118,6 +118,17 @@ class FitProblem {
   // whole range.
   std::vector<LmVector> spread_starts(int count) const;
 
+  // The parameters where the network is fastest: every rate at the top of
+  // its range (a line rate where the base gives one), every time at its
+  // bottom, the cache and written-data factors at 1, host_cores at its top.
+  LmVector fastest_theta() const;
+  // A warning naming the points that even fastest_theta simulates slower
+  // than measured (by more than `tolerance`): no fit of this base can
+  // reach them, so the run did something the model's schedule does not
+  // (another NCCL algorithm, fewer bytes over the slowest links) or the
+  // base's structure is not the machine's. Empty when there are none.
+  std::string faster_than_possible(double tolerance) const;
+
   // The result before the fit: the parameters, what was left out, the
   // host_cores bound.
   CalibrationResult initial_result() const;

@@ -156,15 +156,17 @@ int GraphTopology::finalize() {
   ranks_ = static_cast<int>(endpoints_.size());
 
   // Link classes in order of first appearance, so ids are stable for a file.
-  // Keyed by every figure of the link (bandwidth, latency, protocol latencies).
-  std::map<std::array<double, 5>, int> class_ids;
+  // Keyed by every figure of the link (bandwidth, latency, protocol
+  // latencies, line rate).
+  std::map<std::array<double, 6>, int> class_ids;
   link_class_.resize(m);
   weight_.resize(m);
   for (std::size_t l = 0; l < m; ++l) {
     const LinkProps& p = link_props_[l];
-    auto [it, added] = class_ids.try_emplace({p.bandwidth, p.latency, p.protocol_latency[0],
-                                              p.protocol_latency[1], p.protocol_latency[2]},
-                                             static_cast<int>(classes_.size()));
+    auto [it, added] =
+        class_ids.try_emplace({p.bandwidth, p.latency, p.protocol_latency[0], p.protocol_latency[1],
+                               p.protocol_latency[2], p.line_rate},
+                              static_cast<int>(classes_.size()));
     if (added) classes_.push_back(p);
     link_class_[l] = it->second;
     weight_[l] = (std::llround(p.latency * 1e12) << kHopBits) + 1;

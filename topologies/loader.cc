@@ -3,6 +3,7 @@
 // builds the implicit or graph topology the file describes.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -128,6 +129,22 @@ class Reader {
     return gbps * 1e9;
   }
 
+  // The optional line rate of a link whose model bandwidth is `bandwidth`
+  // (bytes per second): GB/s in the file, bytes per second returned, 0
+  // when absent; never below the bandwidth.
+  double line_rate(const json& obj, const std::string& path, const std::string& key,
+                   double bandwidth_bps) const {
+    if (!find(obj, key)) return 0;
+    const double rate = bandwidth(obj, path, key);
+    if (rate < bandwidth_bps * (1 - 1e-12)) {
+      char bw[32];
+      std::snprintf(bw, sizeof bw, "%g", bandwidth_bps / 1e9);
+      fail(field(path, key), show(obj.at(key)) + " GB/s is below the bandwidth of " + bw +
+                                 " GB/s: a link never carries more than its line rate");
+    }
+    return rate;
+  }
+
   // Microseconds in the file, seconds returned.
   double latency(const json& obj, const std::string& path,
                  const std::string& key = "latency_us") const {
@@ -145,6 +162,7 @@ class Reader {
     LinkProps l;
     l.bandwidth = bandwidth(obj, path);
     l.latency = latency(obj, path);
+    l.line_rate = line_rate(obj, path, "line_rate_gbps", l.bandwidth);
     if (const json* v = find(obj, "protocol_latency_us")) {
       const std::string pp = field(path, "protocol_latency_us");
       object(*v, pp);
@@ -326,11 +344,13 @@ std::unique_ptr<Topology> generator(const Reader& rd, const json& gen, EndpointP
   }
   if (kind == "ring" || kind == "fully_connected" || kind == "switch") {
     if (kind == "switch")
-      rd.keys(
-          gen, p,
-          {"kind", "ranks", "bandwidth_gbps", "latency_us", "protocol_latency_us", "in_network"});
+      rd.keys(gen, p,
+              {"kind", "ranks", "bandwidth_gbps", "latency_us", "protocol_latency_us",
+               "line_rate_gbps", "in_network"});
     else
-      rd.keys(gen, p, {"kind", "ranks", "bandwidth_gbps", "latency_us", "protocol_latency_us"});
+      rd.keys(gen, p,
+              {"kind", "ranks", "bandwidth_gbps", "latency_us", "protocol_latency_us",
+               "line_rate_gbps"});
     Dim d{dim_kind(kind), static_cast<int>(rd.integer(gen, p, "ranks", 1, kMaxRanks)),
           rd.link(gen, p)};
     if (kind == "switch") d.in_network_bw = rd.in_network(gen, p);
@@ -338,7 +358,8 @@ std::unique_ptr<Topology> generator(const Reader& rd, const json& gen, EndpointP
   }
   if (kind == "torus") {
     rd.keys(gen, p,
-            {"kind", "shape", "routing", "bandwidth_gbps", "latency_us", "protocol_latency_us"});
+            {"kind", "shape", "routing", "bandwidth_gbps", "latency_us", "protocol_latency_us",
+             "line_rate_gbps"});
     const json* shape = rd.find(gen, "shape");
     if (!shape) rd.fail(field(p, "shape"), "missing (sizes of the dimensions, e.g. [4, 4])");
     rd.array(*shape, field(p, "shape"));
@@ -365,7 +386,8 @@ std::unique_ptr<Topology> generator(const Reader& rd, const json& gen, EndpointP
   }
   if (kind == "hypercube") {
     rd.keys(gen, p,
-            {"kind", "dimension", "ranks", "bandwidth_gbps", "latency_us", "protocol_latency_us"});
+            {"kind", "dimension", "ranks", "bandwidth_gbps", "latency_us", "protocol_latency_us",
+             "line_rate_gbps"});
     const json* dim = rd.find(gen, "dimension");
     const json* ranks = rd.find(gen, "ranks");
     if (!dim && !ranks) rd.fail(field(p, "dimension"), "missing (give dimension or ranks)");
@@ -387,9 +409,9 @@ std::unique_ptr<Topology> generator(const Reader& rd, const json& gen, EndpointP
     return product(std::vector<Dim>(d, Dim{DimKind::kFullyConnected, 2, rd.link(gen, p)}), ep);
   }
   if (kind == "fat_tree") {
-    rd.keys(
-        gen, p,
-        {"kind", "k", "oversubscription", "bandwidth_gbps", "latency_us", "protocol_latency_us"});
+    rd.keys(gen, p,
+            {"kind", "k", "oversubscription", "bandwidth_gbps", "latency_us", "protocol_latency_us",
+             "line_rate_gbps"});
     std::int64_t k = rd.integer(gen, p, "k", 2, kMaxFatTreeK);
     if (k % 2 != 0) rd.fail(field(p, "k"), "must be even, got " + show(gen.at("k")));
     double os = rd.number(gen, p, "oversubscription", 1.0, "");
@@ -403,7 +425,7 @@ std::unique_ptr<Topology> generator(const Reader& rd, const json& gen, EndpointP
   // hierarchical
   rd.keys(gen, p,
           {"kind", "nodes", "devices_per_node", "intra", "nics_per_node", "nic_bandwidth_gbps",
-           "nic_latency_us", "inter", "rail_optimized"});
+           "nic_line_rate_gbps", "nic_latency_us", "inter", "rail_optimized"});
   HierarchicalSpec spec;
   spec.endpoint = ep;
   spec.nodes = static_cast<int>(rd.integer(gen, p, "nodes", 1, kMaxRanks));
@@ -420,7 +442,8 @@ std::unique_ptr<Topology> generator(const Reader& rd, const json& gen, EndpointP
     const std::string ip = field(p, "intra");
     rd.object(*intra, ip);
     rd.keys(*intra, ip,
-            {"kind", "bandwidth_gbps", "latency_us", "protocol_latency_us", "in_network"});
+            {"kind", "bandwidth_gbps", "latency_us", "protocol_latency_us", "line_rate_gbps",
+             "in_network"});
     spec.intra_kind = dim_kind(rd.choice(*intra, ip, "kind", kDimKinds, "switch"));
     spec.intra = rd.link(*intra, ip);
     spec.intra_in_network = rd.in_network(*intra, ip);
@@ -439,8 +462,8 @@ std::unique_ptr<Topology> generator(const Reader& rd, const json& gen, EndpointP
     const std::string ip = field(p, "inter");
     rd.object(*inter, ip);
     rd.keys(*inter, ip,
-            {"kind", "bandwidth_gbps", "latency_us", "protocol_latency_us", "k", "oversubscription",
-             "in_network"});
+            {"kind", "bandwidth_gbps", "latency_us", "protocol_latency_us", "line_rate_gbps", "k",
+             "oversubscription", "in_network"});
     std::string ik = rd.choice(*inter, ip, "kind", {"switch", "fat_tree"}, "switch");
     spec.inter = rd.link(*inter, ip);
     spec.inter_in_network = rd.in_network(*inter, ip);
@@ -449,6 +472,10 @@ std::unique_ptr<Topology> generator(const Reader& rd, const json& gen, EndpointP
     spec.nic_link.bandwidth =
         rd.bandwidth(gen, p, "nic_bandwidth_gbps", spec.inter.bandwidth / 1e9);
     spec.nic_link.latency = rd.latency(gen, p, "nic_latency_us");
+    // A NIC's line rate: given, else the fabric's (the other end of its cable).
+    spec.nic_link.line_rate = rd.line_rate(gen, p, "nic_line_rate_gbps", spec.nic_link.bandwidth);
+    if (spec.nic_link.line_rate == 0 && spec.inter.line_rate >= spec.nic_link.bandwidth)
+      spec.nic_link.line_rate = spec.inter.line_rate;
     if (ik == "fat_tree") {
       spec.inter_kind = InterKind::kFatTree;
       std::int64_t nics = static_cast<std::int64_t>(spec.nodes) * spec.nics_per_node;
@@ -471,7 +498,7 @@ std::unique_ptr<Topology> generator(const Reader& rd, const json& gen, EndpointP
       }
     }
   } else {
-    for (const char* key : {"nic_bandwidth_gbps", "nic_latency_us"}) {
+    for (const char* key : {"nic_bandwidth_gbps", "nic_line_rate_gbps", "nic_latency_us"}) {
       if (rd.find(gen, key)) rd.fail(field(p, key), "needs an inter fabric (nodes > 1)");
     }
   }
@@ -507,7 +534,8 @@ std::unique_ptr<Topology> dims_form(const Reader& rd, const json& dims, Endpoint
     const std::string p = at("dims", i);
     rd.object(dims[i], p);
     rd.keys(dims[i], p,
-            {"kind", "size", "bandwidth_gbps", "latency_us", "protocol_latency_us", "in_network"});
+            {"kind", "size", "bandwidth_gbps", "latency_us", "protocol_latency_us",
+             "line_rate_gbps", "in_network"});
     Dim d;
     d.kind = dim_kind(rd.choice(dims[i], p, "kind", kDimKinds));
     d.in_network_bw = rd.in_network(dims[i], p);
@@ -573,7 +601,9 @@ std::unique_ptr<Topology> explicit_form(const Reader& rd, const json& top, Endpo
     const std::string p = at("links", i);
     const json& l = (*links)[i];
     rd.object(l, p);
-    rd.keys(l, p, {"a", "b", "bandwidth_gbps", "latency_us", "protocol_latency_us", "directed"});
+    rd.keys(l, p,
+            {"a", "b", "bandwidth_gbps", "latency_us", "protocol_latency_us", "line_rate_gbps",
+             "directed"});
     for (const char* end : {"a", "b"}) {
       if (!rd.find(l, end)) rd.fail(field(p, end), "missing (a node id)");
     }

@@ -19,6 +19,10 @@ using LinkId = std::int64_t;
 struct LinkProps {
   double bandwidth = 0;  // bytes per second, per direction (> 0)
   double latency = 0;    // seconds (>= 0)
+  // The most the link's hardware carries, bytes per second per direction
+  // (a NIC's or NVLink's line rate; >= bandwidth, the rate the model uses);
+  // 0 = not given. Calibration never fits a bandwidth above it.
+  double line_rate = 0;
   // Per protocol (LL, LL128, Simple; core/protocol.h): the latency a message
   // of that protocol pays on this link, in seconds; < 0 = `latency`.
   double protocol_latency[3] = {-1, -1, -1};

@@ -206,6 +206,41 @@ TEST(Calibrate, TheFitIsTheSameWhateverTheThreadCount) {
     }
 }
 
+// A base whose links declare their line rate: the fit never goes above it.
+// Measured on links 5x faster than the base's line rate allows, the fit
+// ends on it, says so, and names the points no fit of this base reaches.
+TEST(Calibrate, LineRateBoundsTheFitAndNamesWhatNoFitReaches) {
+  std::string text = ring_text(10, 5, 0.1, 1000, 100);
+  text.insert(text.find(R"("latency_us")"), R"("line_rate_gbps": 12, )");
+  const std::unique_ptr<Topology> base = parse_topology(text, "base.json");
+  ASSERT_EQ(base->link(0).line_rate, 12e9);
+  const CalibrationResult r = calibrate(truth_reports(0, NetModel::flow), *base);
+  for (const FittedParam& p : r.params)
+    if (p.kind == ParamKind::bandwidth) {
+      EXPECT_EQ(p.upper, 12e9);
+      EXPECT_LE(p.fitted, 12e9 * (1 + 1e-12));
+      EXPECT_TRUE(p.at_bound);
+    }
+  bool named = false;
+  for (const std::string& p : r.problems)
+    named = named || p.find("bandwidth_gbps (") != std::string::npos &&
+                         p.find("ended on its line rate (12 GB/s") != std::string::npos;
+  EXPECT_TRUE(named) << (r.problems.empty() ? "" : r.problems.front());
+  ASSERT_FALSE(r.warnings.empty());
+  EXPECT_NE(r.warnings.front().find("points are faster than this network can be with every "
+                                    "link at its line rate"),
+            std::string::npos)
+      << r.warnings.front();
+  EXPECT_NE(r.warnings.front().find("at best"), std::string::npos);
+  // The same measurements on a base without line rates: a fit reaches them.
+  const std::unique_ptr<Topology> open =
+      parse_topology(ring_text(10, 5, 0.1, 1000, 100), "base.json");
+  const CalibrationResult free = calibrate(truth_reports(0, NetModel::flow), *open);
+  for (const std::string& w : free.warnings)
+    EXPECT_EQ(w.find("faster than this network can be"), std::string::npos) << w;
+  EXPECT_TRUE(free.problems.empty());
+}
+
 // Two repeats of one network whose links ran at different speeds (the
 // second at 1.5x): each repeat's fit finds its own bandwidth, the spread
 // is 50% and the warning names the bandwidth, not the latency.
@@ -651,12 +686,12 @@ TEST(Calibrate, HostBusBaseFitsTheBusAndGroupsItsCollinearLatencies) {
   for (const char* name :
        {"class 0 latency_us", "class 1 latency_us", "class 2 latency_us", "endpoint overhead_us"})
     EXPECT_NE(r.warnings[0].find(name), std::string::npos) << r.warnings[0];
-  const std::string starts = "starts end within 1% of the lowest loss but disagree by more than "
-                             "10% on class ";
-  EXPECT_TRUE(r.warnings[1].find(starts + "0 bandwidth_gbps (r0->bus_in, 4 links)") !=
-                  std::string::npos ||
-              r.warnings[1].find(starts + "2 bandwidth_gbps (bus_out->r0, 4 links)") !=
-                  std::string::npos)
+  const std::string starts =
+      "starts end within 1% of the lowest loss but disagree by more than "
+      "10% on class ";
+  EXPECT_TRUE(
+      r.warnings[1].find(starts + "0 bandwidth_gbps (r0->bus_in, 4 links)") != std::string::npos ||
+      r.warnings[1].find(starts + "2 bandwidth_gbps (bus_out->r0, 4 links)") != std::string::npos)
       << r.warnings[1];
   EXPECT_EQ(r.warnings[1].find("bus_in->bus_out"), std::string::npos) << r.warnings[1];
 }

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <memory>
+#include <string>
 
 #include "core/error.h"
 #include "topologies/topology.h"
@@ -117,6 +119,48 @@ TEST(Validation, Bandwidth) {
                                 {"a": "g1", "b": "sw", "bandwidth_gbps": 1})")
                    .replace(0, 1, R"({"endpoint": {"copy_gbps": "fast"},)"),
                {"endpoint.copy_gbps", "number"});
+}
+
+// line_rate_gbps: optional, a bandwidth, never below the link's own.
+TEST(Validation, LineRate) {
+  expect_error(explicit_with(R"({"a": "g0", "b": "sw", "bandwidth_gbps": 10},
+                                {"a": "g1", "b": "sw", "bandwidth_gbps": 10, "line_rate_gbps": 8})"),
+               {"links[1].line_rate_gbps: 8 GB/s is below the bandwidth of 10 GB/s"});
+  expect_error(R"({"generator": {"kind": "switch", "ranks": 4, "bandwidth_gbps": 5,
+                                 "line_rate_gbps": 0}})",
+               {"generator.line_rate_gbps: must be > 0", "got 0"});
+  expect_error(R"({"generator": {"kind": "switch", "ranks": 4, "bandwidth_gbps": 5,
+                                 "line_rate_gbps": "fast"}})",
+               {"generator.line_rate_gbps", "number"});
+  expect_error(R"({"generator": {"kind": "hierarchical", "nodes": 2, "devices_per_node": 2,
+                    "intra": {"kind": "switch", "bandwidth_gbps": 100},
+                    "nic_bandwidth_gbps": 20, "nic_line_rate_gbps": 19,
+                    "inter": {"kind": "switch", "bandwidth_gbps": 20}}})",
+               {"generator.nic_line_rate_gbps: 19 GB/s is below the bandwidth of 20 GB/s"});
+  // Carried on the links; a NIC's defaults to the fabric's; none = 0.
+  const std::unique_ptr<Topology> t = parse_topology(
+      R"({"generator": {"kind": "hierarchical", "nodes": 2, "devices_per_node": 2,
+            "intra": {"kind": "switch", "bandwidth_gbps": 100, "line_rate_gbps": 150},
+            "inter": {"kind": "switch", "bandwidth_gbps": 20, "line_rate_gbps": 25}}})",
+      "ok.json");
+  int intra = 0, nic = 0, fabric = 0;
+  for (LinkId id = 0; id < t->num_links(); ++id) {
+    const LinkProps l = t->link(id);
+    const std::string name = t->link_name(id);
+    if (l.bandwidth == 100e9) intra += l.line_rate == 150e9;
+    if (l.bandwidth == 20e9)
+      (name.find("nic") != std::string::npos && name.find("rail") == std::string::npos &&
+               name.find("sw") == std::string::npos
+           ? nic
+           : fabric) += l.line_rate == 25e9;
+  }
+  EXPECT_GT(intra, 0);
+  EXPECT_GT(nic + fabric, 0);
+  for (LinkId id = 0; id < t->num_links(); ++id)
+    EXPECT_GT(t->link(id).line_rate, 0) << t->link_name(id);
+  const std::unique_ptr<Topology> none = parse_topology(
+      R"({"generator": {"kind": "ring", "ranks": 3, "bandwidth_gbps": 5}})", "ok.json");
+  EXPECT_EQ(none->link(0).line_rate, 0);
 }
 
 TEST(Validation, Latency) {
