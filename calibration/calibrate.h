@@ -9,10 +9,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/nccl_version.h"
 #include "reports/report.h"
 #include "sim/engine.h"
 #include "topologies/topology.h"
@@ -75,7 +77,20 @@ struct CalibrateOptions {
   // Called as the fit goes (a line for stderr: the pass, the start, the
   // iteration and the current error); none = silent.
   std::function<void(const std::string&)> progress = {};
+  // --nccl-version: the NCCL version whose cost model (sim/nccl.h) picks the
+  // schedule of rows of NCCL's own choice; none: each report's own (the
+  // version its log names), else the base's nccl.version, else collkit's
+  // default (calibration_nccl_version).
+  std::optional<NcclVersion> nccl_version;
 };
+
+// The NCCL version whose choice `in`'s rows of NCCL's own choice are
+// simulated with: options.nccl_version, else the version the report names
+// (a log's "NCCL version" line) when collkit models it, else the base
+// topology's nccl.version, else kDefaultNcclVersion. `from`, when given,
+// says which ("--nccl-version", "the log", "the topology", "the default").
+NcclVersion calibration_nccl_version(const CalibrationInput& in, const CalibrateOptions& options,
+                                     const Topology& base, std::string* from = nullptr);
 
 enum class ParamKind : std::uint8_t {
   latency,

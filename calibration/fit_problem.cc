@@ -141,13 +141,14 @@ constexpr double kMinSeconds = 1e-12;
 // channel plan: bench knows no topology).
 std::unique_ptr<Schedule> row_schedule(const ScheduleSpec& spec, const ResultRow& row,
                                        const Report& r, DataType dtype, const Topology& base,
-                                       std::optional<NcclContext>& nccl_ctx) {
+                                       NcclVersion version, std::optional<NcclContext>& nccl_ctx) {
   if (!is_nccl_algorithm(spec.algorithm) || !is_library_own(row.algorithm))
     return make_schedule(spec);
-  if (!nccl_ctx) nccl_ctx = nccl_context(base, spec.ranks);
+  if (!nccl_ctx || nccl_ctx->version != version) nccl_ctx = nccl_context(base, spec.ranks, version);
   const auto variant = nccl_variant(spec.algorithm);
-  const NcclChoice choice = nccl_choose(*nccl_ctx, spec.collective, spec.count * spec.elem_size,
-                                        dtype, row.op.value_or(r.op), variant);
+  const NcclChoice choice =
+      nccl_runnable_choice(*nccl_ctx, spec.collective, spec.count * spec.elem_size, dtype,
+                           row.op.value_or(r.op), variant);
   return make_schedule(nccl_schedule_spec(spec, *nccl_ctx, choice, base));
 }
 
@@ -238,6 +239,19 @@ bool fittable(const RowName& name, const ResultRow& row, const std::optional<std
 
 }  // namespace
 
+NcclVersion calibration_nccl_version(const CalibrationInput& in, const CalibrateOptions& options,
+                                     const Topology& base, std::string* from) {
+  const auto said = [&](const char* where, NcclVersion v) {
+    if (from) *from = where;
+    return v;
+  };
+  if (options.nccl_version) return said("--nccl-version", *options.nccl_version);
+  const std::optional<NcclVersion> logged = extra_nccl_version(in.report);
+  if (logged && nccl_version_supported(*logged)) return said("the log", *logged);
+  if (base.nccl.version) return said("the topology", *base.nccl.version);
+  return said("the default", kDefaultNcclVersion);
+}
+
 std::optional<std::string> fitted_algorithm(const ResultRow& row, const CalibrateOptions& options) {
   if (!is_library_own(row.algorithm)) return row.algorithm;
   if (!options.match.empty()) return options.match;
@@ -275,7 +289,8 @@ PointSet collect_points(const std::vector<CalibrationInput>& inputs, const Topol
       pt.result = &row;
       pt.algorithm = *algorithm;
       try {
-        pt.schedule = row_schedule(spec, row, r, dtype, base, nccl_ctx);
+        pt.schedule = row_schedule(spec, row, r, dtype, base,
+                                   calibration_nccl_version(in, options, base), nccl_ctx);
       } catch (const UsageError& e) {
         if (*algorithm != row.algorithm)
           throw UsageError("--match " + *algorithm + ": " + e.what() + " (for the '" +

@@ -12,10 +12,13 @@
 #include "cli/outputs.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/nccl_version.h"
 #include "core/sizes.h"
 #include "reports/inputs.h"
 #include "reports/report.h"
+#include "reports/report_extra.h"
 #include "sim/engine.h"
+#include "sim/nccl.h"
 #include "topologies/sha256.h"
 #include "topologies/topology.h"
 
@@ -37,6 +40,7 @@ struct CalibrateArgs {
   std::string collective;
   std::string launch = "proc";
   std::string repeats = "all";
+  std::string nccl_version;
   bool accept = false;
   int jobs = 0;
   bool quiet = false;
@@ -98,6 +102,8 @@ void run_calibrate(const CalibrateArgs& a) {
   options.jobs = a.jobs;
   const auto progress = std::make_shared<FitProgress>();
   if (!a.quiet) options.progress = [progress](const std::string& line) { (*progress)(line); };
+  if (!a.nccl_version.empty())
+    options.nccl_version = checked_nccl_version("--nccl-version", a.nccl_version);
   const ReadOptions read = read_options(a.collective, a.ranks);
   if (a.topology.rfind("astra:", 0) == 0)
     throw UsageError("--topology " + a.topology +
@@ -160,6 +166,20 @@ void run_calibrate(const CalibrateArgs& a) {
   std::printf("# collkit calibrate: base %s (sha256 %s...), %zu report(s), model %s\n",
               a.topology.c_str(), short_hash(base_sha).c_str(), inputs.size(),
               std::string(to_string(options.model)).c_str());
+  // Which NCCL's choice stood for each report's rows of NCCL's own choice.
+  for (const CalibrationInput& in : inputs) {
+    if (!options.match.empty() && !is_nccl_algorithm(options.match)) break;
+    bool nccl_rows = false;
+    for (const ResultRow& row : in.report.results) nccl_rows = nccl_rows || row.algorithm == "nccl";
+    if (!nccl_rows) continue;
+    std::string from;
+    const NcclVersion v = calibration_nccl_version(in, options, *base, &from);
+    const std::optional<NcclVersion> logged = extra_nccl_version(in.report);
+    std::string why = from;
+    if (from != "the log" && logged)
+      why += "; the log's NCCL " + to_string(*logged) + " is outside the versions collkit models";
+    std::printf("# %s: NCCL %s from %s\n", in.file.c_str(), to_string(v).c_str(), why.c_str());
+  }
   std::fputs(format_calibration(result).c_str(), stdout);
   std::fflush(stdout);
   if (!problems.empty() && !a.accept)
@@ -222,6 +242,10 @@ void add_calibrate_command(CLI::App& app) {
       ->check(CLI::Range(0, 4096));
   cmd->add_flag("--quiet", a->quiet,
                 "No progress lines on stderr (printed while a fit runs longer than 2 s)");
+  cmd->add_option("--nccl-version", a->nccl_version,
+                  "The NCCL version whose cost model picks what rows of NCCL's own choice ran, "
+                  "e.g. 2.29.2 (default: each log's own version, else the base's nccl.version, "
+                  "else 2.26.2; docs/NCCL.md, \"Versions\")");
   cmd->add_flag("--accept", a->accept,
                 "Write the fit even when a parameter ends on a bound of its physical range or "
                 "the fit predicts worse than the base (else exit 1, nothing written)");

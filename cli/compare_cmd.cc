@@ -9,6 +9,8 @@
 #include "core/sizes.h"
 #include "reports/compare.h"
 #include "reports/inputs.h"
+#include "reports/report_extra.h"
+#include "sim/nccl_versions.h"
 
 namespace collkit::cli {
 
@@ -72,6 +74,21 @@ void add_compare_command(CLI::App& app) {
                    "collkit: note: %s is measured and %s simulated; the order is PREDICTED "
                    "MEASURED\n",
                    a->predicted.c_str(), measured_name.c_str());
+    // compare does not simulate: when the prediction followed another NCCL
+    // version's cost model than the measured run's (its log names it), say
+    // so and how to predict that version's choice (docs/NCCL.md, "Versions").
+    const std::optional<NcclVersion> model = extra_nccl_model_version(predicted);
+    const std::optional<NcclVersion> ran = extra_nccl_version(measured);
+    if (model && ran && nccl_version_supported(*model) &&
+        (!nccl_version_supported(*ran) || nccl_tuning(*model).release != nccl_tuning(*ran).release))
+      std::fprintf(
+          stderr, "collkit: note: %s chose as NCCL %s does, %s ran NCCL %s (from the log)%s\n",
+          a->predicted.c_str(), to_string(*model).c_str(), measured_name.c_str(),
+          to_string(*ran).c_str(),
+          nccl_version_supported(*ran) ? ("; collkit simulate --nccl-version " + to_string(*ran) +
+                                          " predicts that version's choice")
+                                             .c_str()
+                                       : ", outside the versions collkit models");
     CompareOptions options;
     options.min_bytes = min_bytes;
     options.match = a->match;

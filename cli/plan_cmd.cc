@@ -9,6 +9,7 @@
 #include "core/atomic_file.h"
 #include "core/dtypes.h"
 #include "core/error.h"
+#include "core/nccl_version.h"
 #include "core/sizes.h"
 #include "planner/planner.h"
 #include "planner/planner_model.h"
@@ -35,6 +36,8 @@ struct PlanArgs {
   std::string collectives = "auto";
   // A layout to price (--tp --pp --dp --zero); empty = not given.
   std::string tp, pp, dp, zero;
+  std::string nccl_version;
+  bool explain = false;
 };
 
 std::int64_t parse_positive(const std::string& flag, const std::string& text, bool allow_zero) {
@@ -88,6 +91,11 @@ void run_plan(const PlanArgs& a) {
     u.micro_batch = opts.micro_batch;
     opts.user = u;
   }
+  if (!a.nccl_version.empty())
+    opts.nccl_version = checked_nccl_version("--nccl-version", a.nccl_version);
+  opts.explain = a.explain;
+  if (opts.explain && a.json_path.empty())
+    throw UsageError("--explain: the explanation goes into the plan's JSON; give --json FILE");
   prepare_outputs({{"--json", a.json_path}},
                   {{"--model", a.model}, {"--topology", topology_file(a.topology)}});
 
@@ -96,6 +104,10 @@ void run_plan(const PlanArgs& a) {
   opts.ranks = topology->num_ranks();
   opts.nccl =
       a.collectives == "nccl" || (a.collectives == "auto" && gpu_topology(*topology, opts.ranks));
+  if (opts.explain && !opts.nccl)
+    throw UsageError(
+        "--explain: explains NCCL's choice per collective, and the collectives are "
+        "priced as the best registered algorithm here (--collectives nccl)");
 
   const PlanResult result = make_plan(model, *topology, opts);
   std::fputs(format_plan(result, model, opts).c_str(), stdout);
@@ -144,6 +156,12 @@ void add_plan_command(CLI::App& app) {
                   "Price each collective as NCCL runs it on the group (nccl) or as the fastest "
                   "registered algorithm (best); auto (default): nccl where every rank is a GPU "
                   "(pipelined endpoints), best elsewhere");
+  cmd->add_option("--nccl-version", a->nccl_version,
+                  "With NCCL's collectives: the NCCL version whose cost model chooses, e.g. "
+                  "2.29.2 (default: the topology's nccl.version, else 2.26.2)");
+  cmd->add_flag("--explain", a->explain,
+                "With NCCL's collectives: explain each collective's choice in the JSON (key "
+                "nccl_explain: every candidate NCCL weighs, its estimate and simulated time)");
   cmd->add_option("--json", a->json_path, "Write the plan as JSON to this file (atomically)");
   cmd->callback([a] { run_plan(*a); });
 }

@@ -117,10 +117,12 @@ void add_schedule_command(CLI::App& app) {
       const std::unique_ptr<Topology> topology = load_topology(a->topology, ranks);
       const NcclContext ctx = nccl_context(*topology, ranks);
       const std::optional<NcclVariant> variant = nccl_variant(a->algorithm);
-      const NcclChoice choice =
-          nccl_choose(ctx, spec.collective, spec.count * spec.elem_size, type, op, variant);
+      std::optional<NcclChoice> instead;
+      const NcclChoice choice = nccl_runnable_choice(
+          ctx, spec.collective, spec.count * spec.elem_size, type, op, variant, &instead);
       schedule = make_schedule(nccl_schedule_spec(spec, ctx, choice, *topology));
-      std::fprintf(stderr, "# nccl on %s: %s\n", a->topology.c_str(), describe(choice).c_str());
+      std::fprintf(stderr, "# nccl on %s: %s\n", a->topology.c_str(),
+                   describe_run(choice, instead).c_str());
     } else {
       schedule = make_schedule(spec);
     }

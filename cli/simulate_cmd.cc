@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "core/atomic_file.h"
 #include "core/dtypes.h"
 #include "core/error.h"
+#include "core/nccl_version.h"
 #include "core/sizes.h"
 #include "reports/inputs.h"
 #include "reports/nccl_tests.h"
@@ -23,6 +25,7 @@
 #include "reports/table.h"
 #include "sim/engine.h"
 #include "sim/nccl.h"
+#include "sim/nccl_explain.h"
 #include "sim/sweep.h"
 #include "topologies/topology.h"
 
@@ -53,6 +56,8 @@ struct SimulateArgs {
   std::string json_path;
   std::string csv_path;
   std::string nccl_tests_json;  // -J
+  std::string nccl_version;     // --nccl-version; empty = the topology's, else the default
+  bool explain = false;
 };
 
 // A non-negative integer flag, with the flag's name in the error.
@@ -152,6 +157,13 @@ void run_simulate(const SimulateArgs& a) {
                        " ranks, but the run has " + std::to_string(ranks) +
                        " (--ranks, or another algorithm's)");
   }
+  if (!a.nccl_version.empty())
+    sweep.nccl_version = checked_nccl_version("--nccl-version", a.nccl_version);
+  const bool any_nccl = std::any_of(sweep.algorithms.begin(), sweep.algorithms.end(),
+                                    [](const std::string& n) { return is_nccl_algorithm(n); });
+  if (a.explain && !any_nccl)
+    throw UsageError("--explain: explains NCCL's choice, and --algorithm " + a.algorithm +
+                     " has no nccl algorithm (nccl, nccl:VARIANT or all)");
   SimOptions options;
   options.model = parse_net_model(a.model);
   options.launch_devices = parse_launch_mode(a.launch);
@@ -207,7 +219,7 @@ void run_simulate(const SimulateArgs& a) {
   // Simulating a collkit run (--segments-as), they are the schedules bench
   // ran, which it can run on any machine.
   if (a.algorithm == "all" && !sweep.nccl_as_bench) {
-    const NcclContext ctx = nccl_context(*topology, sweep.ranks);
+    const NcclContext ctx = nccl_context(*topology, sweep.ranks, sweep.nccl_version);
     std::erase_if(sweep.algorithms, [&](const std::string& name) {
       return is_nccl_algorithm(name) &&
              !nccl_applies(ctx, sweep.collective, name, sweep.dtype, sweep.op);
@@ -231,10 +243,35 @@ void run_simulate(const SimulateArgs& a) {
   if (sweep.segment_bytes > 0) report.extra["segment_bytes"] = sweep.segment_bytes;
   if (sweep.group_size > 0) report.extra["group_size"] = sweep.group_size;
   report.extra["segment_model"] = segment_model_json(sweep.model);
+  // The NCCL version whose cost model chose (docs/NCCL.md, "Versions").
+  std::string nccl_line;
+  std::vector<NcclExplanation> explained;
+  const bool nccl_ran = std::any_of(sweep.algorithms.begin(), sweep.algorithms.end(),
+                                    [](const std::string& n) { return is_nccl_algorithm(n); });
+  if (nccl_ran) {
+    const NcclVersion v =
+        sweep.nccl_version.value_or(topology->nccl.version.value_or(kDefaultNcclVersion));
+    const char* from = sweep.nccl_version       ? "from --nccl-version"
+                       : topology->nccl.version ? "the topology's nccl.version"
+                                                : "collkit's default (--nccl-version sets another)";
+    const NcclVersion release = nccl_tuning(v).release;
+    report.extra["nccl_model_version"] = to_string(v);
+    nccl_line = "# NCCL's choice: NCCL " + to_string(v) + "'s cost model" +
+                (release == v ? std::string() : " (release " + to_string(release) + "'s figures)") +
+                ", " + from + "\n";
+    if (a.explain) {
+      explained = explain_sweep(sweep, *topology, options);
+      Json all = Json::array();
+      for (const NcclExplanation& e : explained) all.push_back(nccl_explanation_json(e));
+      report.extra["nccl_explain"] = all;
+    }
+  }
 
   std::fputs(format_tables(report).c_str(), stdout);
   std::fputs("#\n", stdout);
   std::fputs(format_best_summary(report).c_str(), stdout);
+  std::fputs(nccl_line.c_str(), stdout);
+  std::fputs(format_nccl_explanations(explained).c_str(), stdout);
   std::fflush(stdout);
 
   std::vector<std::pair<std::string, std::string>> files;
@@ -301,6 +338,14 @@ void add_simulate_command(CLI::App& app) {
                   "report did (its segment_model key), to predict the schedules it measured; "
                   "nccl-tests files are accepted (NCCL cut its own segments: a note, and the "
                   "topology's choice)");
+  cmd->add_option("--nccl-version", a->nccl_version,
+                  "The NCCL version whose cost model makes NCCL's choice for the nccl "
+                  "algorithms, e.g. 2.29.2 (2.18.1 to 2.30.x; default: the topology's "
+                  "nccl.version, else 2.26.2; docs/NCCL.md, \"Versions\")");
+  cmd->add_flag("--explain", a->explain,
+                "After the table, for each size: every (algorithm, protocol, channels) NCCL "
+                "weighs, its estimate, the simulated time of each, and the NCCL settings that "
+                "would change the choice (also in --json, key nccl_explain)");
   cmd->add_option("--json", a->json_path, "Write the report as JSON to this file");
   cmd->add_option("--csv", a->csv_path, "Write the rows as CSV to this file");
   cmd->add_option("-J,--output_file", a->nccl_tests_json,

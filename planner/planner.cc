@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "planner/group_topology.h"
 #include "sim/nccl.h"
+#include "sim/nccl_explain.h"
 #include "sim/sweep.h"
 
 namespace collkit {
@@ -21,8 +22,9 @@ namespace {
 // micro-batch candidates) simulates it once.
 class CommCost {
  public:
-  CommCost(const Topology& topology, DataType dtype, SimOptions sim, bool nccl)
-      : topology_(topology), dtype_(dtype), sim_(sim), nccl_(nccl) {}
+  CommCost(const Topology& topology, DataType dtype, SimOptions sim, bool nccl,
+           std::optional<NcclVersion> version)
+      : topology_(topology), dtype_(dtype), sim_(sim), nccl_(nccl), version_(version) {}
 
   std::pair<double, std::string> best(Collective c, std::int64_t bytes, int first, int stride,
                                       int size) {
@@ -42,13 +44,15 @@ class CommCost {
       // choice at this size, that schedule simulated (as `collkit simulate
       // --algorithm nccl` on the same ranks).
       spec.algorithm = "nccl";
-      const NcclContext ctx = nccl_context(group, size);
-      const NcclChoice choice =
-          nccl_choose(ctx, c, spec.count * elem, dtype_, RedOp::sum, std::nullopt);
+      const NcclContext ctx = nccl_context(group, size, version_);
+      std::optional<NcclChoice> instead;
+      const NcclChoice choice = nccl_runnable_choice(ctx, c, spec.count * elem, dtype_, RedOp::sum,
+                                                     std::nullopt, &instead);
       const double t =
           simulate(*make_schedule(nccl_schedule_spec(spec, ctx, choice, group)), group, sim_).time;
       ++simulations_;
-      return cache_.emplace(key, std::pair{t, "nccl " + describe(choice)}).first->second;
+      return cache_.emplace(key, std::pair{t, "nccl " + describe_run(choice, instead)})
+          .first->second;
     }
     spec.model = cost_params_of(group, size);
     spec.node_size = group.ranks_per_node(size);
@@ -96,6 +100,7 @@ class CommCost {
   DataType dtype_;
   SimOptions sim_;
   bool nccl_;
+  std::optional<NcclVersion> version_;
   std::map<std::tuple<Collective, std::int64_t, int, int, int>, std::pair<double, std::string>>
       cache_;
   std::int64_t simulations_ = 0;
@@ -322,7 +327,7 @@ class Planner {
         opts_(opts),
         elem_(size_of(opts.dtype)),
         opt_bytes_(optimizer_bytes_for(opts.dtype)),
-        cost_(topology, opts.dtype, opts.sim, opts.nccl) {}
+        cost_(topology, opts.dtype, opts.sim, opts.nccl, opts.nccl_version) {}
 
   std::vector<Candidate> candidates(const Layer& layer, const Layout& lay) {
     std::vector<Choice> choices;
@@ -906,6 +911,27 @@ Json memory_json(const Memory& m) {
   return j;
 }
 
+// --explain: NCCL's choice for the collective on its group, every
+// candidate with NCCL's estimate and its simulated time (sim/nccl_explain.h).
+Json nccl_explain_json(const CollectiveUse& u, const Topology& topology, const PlanOptions& opts) {
+  if (u.group_size <= 1 || u.bytes <= 0) return nullptr;
+  GroupTopology group(topology, 0, u.stride, u.group_size);
+  const int elem = size_of(opts.dtype);
+  ScheduleSpec spec;
+  spec.collective = u.collective;
+  spec.algorithm = "nccl";
+  spec.ranks = u.group_size;
+  spec.elem_size = elem;
+  spec.count = std::max<std::int64_t>(1, u.bytes / elem);
+  const NcclContext ctx = nccl_context(group, u.group_size, opts.nccl_version);
+  NcclExplanation e = explain_nccl_choice(ctx, u.collective, spec.count * elem, opts.dtype,
+                                          RedOp::sum, std::nullopt);
+  e.algorithm = "nccl";
+  e.bytes = u.bytes;
+  simulate_candidates(e, spec, ctx, group, opts.sim);
+  return nccl_explanation_json(e);
+}
+
 Json use_json(const CollectiveUse& u) {
   Json j;
   j["collective"] = to_string(u.collective);
@@ -956,6 +982,9 @@ Json plan_json(const PlanResult& res, const Model& model, const Topology& topolo
   j["batch"] = opts.batch;
   j["dtype"] = to_string(opts.dtype);
   j["collectives"] = opts.nccl ? "nccl" : "best";
+  if (opts.nccl)
+    j["nccl_version"] =
+        to_string(opts.nccl_version.value_or(topology.nccl.version.value_or(kDefaultNcclVersion)));
   j["optimizer_bytes_per_param"] = res.optimizer_bytes;
   j["device_memory_bytes"] = opts.device_memory;
   const Layout& lay = res.plan.layout;
@@ -979,7 +1008,14 @@ Json plan_json(const PlanResult& res, const Model& model, const Topology& topolo
     l["instances_per_rank"] = lp.instances_per_rank;
     if (lay.pp > 1) l["stages"] = {lp.first_stage, lp.last_stage};
     Json cs = Json::array();
-    for (const CollectiveUse& u : lp.collectives) cs.push_back(use_json(u));
+    for (const CollectiveUse& u : lp.collectives) {
+      Json cj = use_json(u);
+      if (opts.explain && opts.nccl) {
+        Json x = nccl_explain_json(u, topology, opts);
+        if (!x.is_null()) cj["nccl_explain"] = std::move(x);
+      }
+      cs.push_back(std::move(cj));
+    }
     l["collectives"] = cs;
     l["time_us"] = lp.time * 1e6;
     l["memory"] = memory_json(lp.memory);
@@ -988,7 +1024,14 @@ Json plan_json(const PlanResult& res, const Model& model, const Topology& topolo
   }
   j["layers"] = layers;
   Json pipe = Json::array();
-  for (const CollectiveUse& u : res.plan.pipeline) pipe.push_back(use_json(u));
+  for (const CollectiveUse& u : res.plan.pipeline) {
+    Json cj = use_json(u);
+    if (opts.explain && opts.nccl) {
+      Json x = nccl_explain_json(u, topology, opts);
+      if (!x.is_null()) cj["nccl_explain"] = std::move(x);
+    }
+    pipe.push_back(std::move(cj));
+  }
   j["pipeline"] = pipe;
   j["totals"] = {{"step_time_us", res.plan.step_time() * 1e6},
                  {"time_us", res.plan.time * 1e6},

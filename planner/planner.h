@@ -15,6 +15,7 @@
 #include "algorithms/schedule.h"
 #include "core/dtypes.h"
 #include "core/json.h"
+#include "core/nccl_version.h"
 #include "planner/planner_model.h"
 #include "sim/engine.h"
 #include "topologies/topology.h"
@@ -122,6 +123,11 @@ struct PlanOptions {
   // protocol and channels on the group's ranks (sim/nccl.h; true). The
   // command's default is gpu_topology(): NCCL on GPUs, best elsewhere.
   bool nccl = false;
+  // With nccl: the NCCL version whose cost model chooses (--nccl-version;
+  // none: the topology's nccl.version, else collkit's default), and whether
+  // plan_json explains each collective's choice (--explain).
+  std::optional<NcclVersion> nccl_version;
+  bool explain = false;
 };
 
 // Whether the topology's first `ranks` ranks are GPUs, where a training job's

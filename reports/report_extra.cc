@@ -78,4 +78,14 @@ std::optional<int> extra_fewest_host_cpus(const Report& r) {
   return *std::min_element(cpus.begin(), cpus.end());
 }
 
+std::optional<NcclVersion> extra_nccl_version(const Report& r) {
+  const std::optional<std::string> s = extra_string(r, "nccl_version");
+  return s ? parse_nccl_version(*s) : std::nullopt;
+}
+
+std::optional<NcclVersion> extra_nccl_model_version(const Report& r) {
+  const std::optional<std::string> s = extra_string(r, "nccl_model_version");
+  return s ? parse_nccl_version(*s) : std::nullopt;
+}
+
 }  // namespace collkit

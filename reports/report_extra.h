@@ -27,7 +27,13 @@
 //   check_iters,
 //   graph_launches
 //   nccl_version          string (or null)       realrun/bench.cc (nccl), cuda_bench.cc,
-//                                                reports/nccl_tests.cc
+//                                                reports/nccl_tests.cc: the NCCL that ran;
+//                                                read by extra_nccl_version
+//   nccl_model_version    string                 cli/simulate_cmd.cc: the NCCL version whose
+//                                                cost model made NCCL's choice (sim/nccl.h);
+//                                                read by extra_nccl_model_version
+//   nccl_explain          array of objects       cli/simulate_cmd.cc --explain
+//                                                (sim/nccl_explain.h, docs/REPORTS.md)
 //   source_format,        strings                reports/nccl_tests.cc (another tool's file)
 //   nccl_tests_version
 //
@@ -41,6 +47,7 @@
 #include <vector>
 
 #include "core/json.h"
+#include "core/nccl_version.h"
 #include "reports/report.h"
 
 namespace collkit {
@@ -65,6 +72,14 @@ const Json* extra_devices(const Report& r);
 // devices[].host_cpus, in device order, of every device that gives a
 // positive integer (that fits an int); devices without one are skipped.
 std::vector<int> extra_host_cpus(const Report& r);
+
+// nccl_version: the version of the NCCL a measured run used ("2.26.2",
+// "2.26.2+cuda12.8"), when it parses; "unknown" and absent read as nullopt.
+std::optional<NcclVersion> extra_nccl_version(const Report& r);
+
+// nccl_model_version: the NCCL version a simulated report's NCCL choice
+// followed, when it parses.
+std::optional<NcclVersion> extra_nccl_model_version(const Report& r);
 
 // The fewest of extra_host_cpus: the CPUs of the smallest measured host;
 // nullopt when no device gives one.

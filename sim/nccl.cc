@@ -6,60 +6,50 @@
 #include <optional>
 #include <string>
 
+#include "algorithms/registry.h"
 #include "core/error.h"
 
 namespace collkit {
 namespace {
 
-// NCCL 2.26's cost model constants (src/graph/tuning.cc at v2.26.2-1; the
-// table in docs/NCCL.md). Index: LL, LL128, Simple.
-constexpr double kRingBase[3] = {6.6, 14.0, 8.4};
-constexpr double kTreeBase[3] = {6.8, 14.0, 8.4};
-constexpr double kRingNvlink[3] = {0.6, 1.9, 3.4};
-constexpr double kRingPci[3] = {1.0, 2.5, 5.7};
-constexpr double kRingNet[3] = {2.7, 4.0, 14.0};
-constexpr double kTreeNvlink[3] = {0.6, 1.25, 4.0};
-constexpr double kTreePci[3] = {1.0, 1.9, 4.0};
-constexpr double kTreeNet[3] = {5.0, 8.5, 14.0};
-constexpr double kNvlsIntra = 25.0;
-constexpr double kNvlsNet = 18.0;
-constexpr double kNvlsTreeNet = 14.0;
-// CollNet Direct (SHARP; tuning.cc): per NVLink hop 3.7 us (NVLink and PCI
-// alike), the network 31 us, and 0.4 us per local rank of arity
-// serialization; base latency 0. Bandwidth: the CollNet graph's channels x
-// their bandwidth, divided by (1 + GPUs per NIC) / 2 where GPUs outnumber
-// NICs, x 0.85 on Hopper, then halved to algorithm bandwidth.
-constexpr double kCollnetDirectIntra = 3.7, kCollnetDirectNet = 31.0, kCollnetArity = 0.4;
-constexpr double kCollnetHopperFactor = 0.85;
-// CollNet Chain (tuning.cc): per NVLink hop 2.8 us, the network 30 us; the
-// graph's bandwidth, halved to algorithm bandwidth.
-constexpr double kCollnetChainIntra = 2.8, kCollnetChainNet = 30.0;
-// CollNet Direct's per-thread work before another channel is used
-// (threadThresholds[COLLNET_DIRECT][SIMPLE], tuning.cc).
-constexpr int kCollnetThreadThreshold = 512;
-// PAT (NCCL 2.23+, tuning.cc): latency 8 us + log2(nodes) x the tree's
-// network hop / 3.5 + 2.8 us per rank, bandwidth 0.75 x the graph's.
-constexpr double kPatBase = 8.0, kPatPerRank = 2.8, kPatLogDivisor = 3.5, kPatBwFactor = 0.75;
-// Ring LL bandwidth cap (llMaxBw), GB/s: one node H100 / A100; more nodes
-// (Intel hosts) 2 nodes / more.
-constexpr double kLlMaxBwH100 = 141.0, kLlMaxBwA100 = 87.7, kLlMaxBw2 = 39.0, kLlMaxBwN = 20.4;
-// Ring LL128 per-channel cap, GB/s.
-constexpr double kRingLl128PerChH100 = 36.7, kRingLl128PerChA100 = 20.0;
-// Tree per-channel cap on H100 for 1, 2 and more nodes, GB/s.
-constexpr double kTreePerCh[3] = {38.7, 41.4, 36.0};
-// Tree bandwidth correction for mid sizes, by log2(bytes / 64), 64 B .. 128 MiB
-// (treeCorrectionFactor).
-constexpr double kTreeCorrection[3][22] = {
-    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0},
-    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, 1.0},
-    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .5, .5, .6, .6, .7, .8, .9}};
-// Channel tuning (src/enqueue.cc topoGetAlgoInfo): threads per channel and
-// bytes per thread before another channel is used; 16 KiB of traffic per
-// channel at least (scheduleCollTasksToPlan).
-constexpr int kMaxThreads[3] = {512, 640, 512};
+// NCCL's cost model is table-driven by release (sim/nccl_versions.h); what
+// is here is the arithmetic of src/graph/tuning.cc and src/enqueue.cc that
+// every supported release shares, with the release's figures and rules
+// read from ctx.tuning. Indices: algorithms in NCCL's order, protocols LL,
+// LL128, Simple, hardware NVLink, PCI, network.
+constexpr int kTreeA = 0, kRingA = 1, kCollnetDirectA = 2, kCollnetChainA = 3, kNvlsA = 4,
+              kNvlsTreeA = 5, kPatA = 6;
+constexpr int kLL = 0, kLL128 = 1, kSimple = 2;
+constexpr int kHwNvlink = 0, kHwPci = 1, kHwNet = 2;
+// Threads per channel (src/include/device.h): NCCL_LL_MAX_NTHREADS,
+// NCCL_LL128_MAX_NTHREADS, NCCL_SIMPLE_MAX_NTHREADS (256 on a ring graph of
+// at most PCI_BW = 12 GB/s), NCCL_MAX_NTHREADS for CollNet and NVLS; PAT's
+// entry is never set (0).
+constexpr int kLlThreads = 512, kLl128Threads = 640, kSimpleThreads = 512, kMaxThreads = 640;
+constexpr double kPciBw = 12.0;
+// Bytes per thread before another channel is used (tuning.cc
+// threadThresholds: NCCL_LL/LL128/SIMPLE_THREAD_THRESHOLD, ring LL x ranks,
+// CollNet 512).
 constexpr int kThreadThreshold[3] = {8, 8, 64};
-constexpr double kMinTrafficPerChannel = 16384;
-constexpr int kNvlsChannels = 16;
+constexpr int kCollnetThreadThreshold = 512;
+// NCCL's network post overhead per ring step across nodes on an Intel host
+// (getNetOverhead), x3 for Simple.
+constexpr double kNetOverhead = 1.0;
+// The all-reduce ring's Simple latency grows by this once a rank's chunk of
+// a channel is 64 bytes or more across nodes (the "plateau", sm80 and later).
+constexpr double kRingPlateau = 1.4;
+// PAT's latency (tuning.cc): 8 us + log2(nodes) x the network hop / 3.5 +
+// 2.8 us per rank.
+constexpr double kPatBase = 8.0, kPatPerRank = 2.8, kPatLogDivisor = 3.5;
+// CollNet Direct on Hopper: 0.85 of the bandwidth (tuning.cc).
+constexpr double kCollnetHopperFactor = 0.85;
+// NCCL_MAX_NVLS_ARITY, NCCL_MAX_DIRECT_ARITY + 1.
+constexpr int kMaxNvlsArity = 32, kMaxDirectLocalRanks = 8;
+// NCCL's search speeds inside an sm90 node, GB/s (src/graph/search.cc
+// sm90SpeedArrayIntra, the same 2.22 to 2.30): the NVLS graph's network side
+// is raised through them to twice its NVLink side.
+constexpr double kSm90SpeedsIntra[] = {60.0, 50.0, 40.0, 30.0, 24.0, 20.0,
+                                       15.0, 12.0, 11.0, 6.0,  3.0};
 // Point-to-point: LL up to this many bytes per peer (NCCL_P2P_LL_THRESHOLD).
 constexpr double kP2pLlThreshold = 16384;
 
@@ -72,15 +62,22 @@ int log2i(double x) {
   return l;
 }
 
-// Every variant nccl_choose weighs, in NCCL's order of preference on ties.
-constexpr NcclVariant kVariants[] = {NcclVariant::ring,
-                                     NcclVariant::tree,
-                                     NcclVariant::nvls,
-                                     NcclVariant::nvls_tree,
-                                     NcclVariant::collnet_direct,
-                                     NcclVariant::collnet_chain,
-                                     NcclVariant::p2p,
-                                     NcclVariant::pat};
+// floor(log2(x)), -1 for 0 (NCCL's log2Down).
+int log2_down(std::int64_t x) {
+  if (x <= 0) return -1;
+  int l = 0;
+  while (x >>= 1) ++l;
+  return l;
+}
+
+std::int64_t div_up(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Every variant nccl_choose weighs: NCCL's algorithms in NCCL's order (the
+// first of equal estimates wins), then collkit's p2p.
+constexpr NcclVariant kVariants[] = {
+    NcclVariant::tree,          NcclVariant::ring, NcclVariant::collnet_direct,
+    NcclVariant::collnet_chain, NcclVariant::nvls, NcclVariant::nvls_tree,
+    NcclVariant::pat,           NcclVariant::p2p};
 
 // The first in-network switch entry on the route src -> dst other than
 // `skip`; false when none.
@@ -149,13 +146,16 @@ bool nccl_applies(const NcclContext& ctx, Collective c, const std::string& algor
   return false;
 }
 
-NcclContext nccl_context(const Topology& topology, int ranks) {
+NcclContext nccl_context(const Topology& topology, int ranks, std::optional<NcclVersion> version) {
   NcclContext ctx;
+  ctx.version = version.value_or(topology.nccl.version.value_or(kDefaultNcclVersion));
+  ctx.tuning = &nccl_tuning(ctx.version);
   ctx.ranks = ranks;
   ctx.search = search_channels(topology, ranks);
   ctx.nodes = ctx.search.nodes;
   ctx.ranks_per_node = std::max(1, ctx.search.ranks_per_node);
   ctx.runtime_channels = ctx.search.runtime_channels;
+  ctx.ring_same_channels = ctx.nodes == 1;
   const NcclGraphInfo& g = topology.nccl;
   // NCCL's graphs: declared in the file, else what the search found.
   ctx.ring_channels =
@@ -175,6 +175,19 @@ NcclContext nccl_context(const Topology& topology, int ranks) {
     ctx.nvls_heads = g.nvls_heads;
     ctx.nvls_bw = g.nvls_bw / 1e9;
   }
+  if (ctx.nvls_heads > 0 && ctx.nodes > 1) {
+    // Across nodes NCCL's NVLS search starts at the fastest network speed
+    // the GPU-NIC path holds and finds every head there; it cannot raise it
+    // (src/graph/search.cc, ncclTopoCompute).
+    ctx.nvls_bw = ctx.nvls_bw_inter = ctx.search.channel_bw / 1e9;
+  } else if (ctx.nvls_heads > 0) {
+    // One node: the search's second pass raises the graph's network side
+    // through the speeds while it is below twice the NVLink side.
+    ctx.nvls_bw_inter = ctx.nvls_bw;
+    for (auto it = std::rbegin(kSm90SpeedsIntra); it != std::rend(kSm90SpeedsIntra); ++it)
+      if (*it > ctx.nvls_bw_inter + 1e-9 && ctx.nvls_bw_inter < 2 * ctx.nvls_bw - 1e-9)
+        ctx.nvls_bw_inter = *it;
+  }
   // CollNet: a switch that reduces on the way from rank 0 to the rank of
   // equal local index on the next node, other than the node's own NVSwitch.
   // NCCL runs one CollNet channel per NIC (HPC-X: one SHARP streaming flow
@@ -189,20 +202,201 @@ NcclContext nccl_context(const Topology& topology, int ranks) {
   return ctx;
 }
 
+std::optional<NcclModelEntry> nccl_model_entry(const NcclContext& ctx, Collective c,
+                                               NcclVariant variant, Protocol protocol,
+                                               DataType type, RedOp op) {
+  const int p = protocol_index(protocol);
+  if (p < 0 || variant == NcclVariant::p2p || ctx.ranks <= 1) return std::nullopt;
+  const int n = ctx.ranks;
+  const int nodes = ctx.nodes;
+  const double ppn = static_cast<double>(n) / nodes;
+  const int local = n / nodes;  // NCCL's nRanks / nNodes (integer)
+  const bool ar = c == Collective::all_reduce;
+  const bool gs = c == Collective::all_gather || c == Collective::reduce_scatter;
+  const bool rooted = c == Collective::broadcast || c == Collective::reduce;
+  if (!ar && !gs && !rooted) return std::nullopt;
+  const NcclTuning& t = *ctx.tuning;
+  const int a = nccl_algorithm_index(variant);
+  // Which algorithms NCCL weighs for the collective (tuning.cc's loop):
+  // broadcast and reduce the ring; all_gather and reduce_scatter the ring,
+  // NVLS (2.19+) and PAT (2.23+) (CollNet Direct's needs a plugin with
+  // those collectives: not modelled); all_reduce all but PAT.
+  if (rooted && a != kRingA) return std::nullopt;
+  if (gs && a != kRingA && !(a == kNvlsA && t.nvls_gather_scatter) && !(a == kPatA && t.pat_bw > 0))
+    return std::nullopt;
+  if (ar && a == kPatA) return std::nullopt;
+  // Protocols: NVLS, NVLSTree, CollNet and PAT are Simple only; LL128 only
+  // where the GPUs of a node are NVLink peers.
+  if (a != kRingA && a != kTreeA && p != kSimple) return std::nullopt;
+  if (p == kLL128 && !ctx.nvlink) return std::nullopt;
+  // What the machine and the call allow (tuning.cc's enables, enqueue.cc's
+  // filters).
+  const bool nvls = a == kNvlsA || a == kNvlsTreeA;
+  const bool collnet = a == kCollnetDirectA || a == kCollnetChainA;
+  if (nvls) {
+    if (ctx.nvls_heads == 0) return std::nullopt;
+    if (c == Collective::all_gather ? !t.nvls_gather_any_type && !nvls_supported(type, RedOp::sum)
+                                    : !nvls_supported(type, op))
+      return std::nullopt;
+    // NVLSTree needs several nodes, NVLS across nodes needs CollNet, NVLS
+    // all_gather / reduce_scatter one node of at most 32 GPUs.
+    if (a == kNvlsTreeA && nodes == 1) return std::nullopt;
+    if (a == kNvlsA && nodes > 1 && ctx.collnet_heads == 0) return std::nullopt;
+    if (gs && (nodes > 1 || n > kMaxNvlsArity)) return std::nullopt;
+    if (t.nvls == NcclNvlsModel::v2_28 && ctx.nvls_heads < 2) return std::nullopt;
+  }
+  if (collnet) {
+    // SHARP across nodes, all_reduce only; CollNet Direct on NVSwitch
+    // systems (those with an NVLS switch here) of at most 8 GPUs a node.
+    if (!ar || ctx.collnet_heads == 0 || nodes == 1) return std::nullopt;
+    if (a == kCollnetDirectA && (ctx.nvls_heads == 0 || local > kMaxDirectLocalRanks))
+      return std::nullopt;
+    if (a == kCollnetChainA && t.collnet_chain_max_8 && local > kMaxDirectLocalRanks)
+      return std::nullopt;
+  }
+  if (a == kPatA) {
+    // One GPU per node (ncclPatEnable); no scaled reduce-scatter (avg).
+    if (nodes != n) return std::nullopt;
+    if (c == Collective::reduce_scatter && op == RedOp::avg) return std::nullopt;
+  }
+
+  // Bandwidth (ncclTopoTuneModel): the graph's channels x per-channel bw,
+  // refined per algorithm and protocol, converted to algorithm bw.
+  int channels = 0;
+  double intra = 0, inter = 0;
+  if (a == kRingA) {
+    channels = ctx.ring_channels;
+    intra = inter = ctx.ring_bw;
+  } else if (a == kTreeA || a == kPatA) {
+    channels = ctx.tree_channels;
+    intra = inter = ctx.tree_bw;
+  } else if (nvls) {
+    channels = ctx.nvls_heads;
+    intra = ctx.nvls_bw;
+    inter = ctx.nvls_bw_inter;
+  } else {
+    channels = ctx.collnet_heads;
+    intra = inter = ctx.collnet_bw;
+  }
+  const int gpu = ctx.sm80 ? 0 : 1;
+  const int ni = nodes == 1 ? 0 : nodes == 2 ? 1 : 2;
+  double bw = nodes <= 2 || collnet ? intra : inter;
+  if (nvls && t.nvls == NcclNvlsModel::v2_28) {
+    double intra_bw = intra * t.nvls_efficiency[gpu] * (channels - 1) / channels;
+    intra_bw *= ar ? 2.0 : (ppn - 1) / ppn;
+    const double inter_bw = inter * (nodes <= 2 && a == kNvlsTreeA ? 2 : 1);
+    bw = std::min(intra_bw, inter_bw);
+    if (a == kNvlsTreeA) bw = std::min(bw, t.nvls_tree_per_ch[gpu][ni]);
+  } else if (nvls && t.nvls != NcclNvlsModel::v2_18) {
+    if (a == kNvlsTreeA)
+      bw = std::min(intra, nodes <= 2 ? inter : inter / 2);
+    else if (gs && t.nvls == NcclNvlsModel::v2_27)
+      bw = std::min(intra * (ppn - 1) / ppn, inter * 0.9);
+    else
+      bw = std::min(intra, inter);
+  }
+  double bus = channels * bw;
+  const double ll_max = nodes == 1 ? t.ll_max_bw_one_node[gpu] : t.ll_max_bw_intel[ni];
+  if (a == kRingA && p == kLL) {
+    const double share =
+        t.ring_ll_half ? 0.5 : (nodes > 1 || ar || c == Collective::reduce ? 0.25 : 1.0 / 3.0);
+    bus = std::min(ll_max, bus * share);
+  }
+  if (a == kRingA && p == kLL128)
+    bus = std::min(bus * (ppn < 2 ? t.ring_ll128_one_gpu_per_node : 0.92),
+                   channels * t.ring_ll128_per_ch[gpu][ni]);
+  if (a == kTreeA) {
+    bus = std::min(bus * 0.92, channels * t.tree_per_ch[gpu][ni]);
+    if (p == kLL) bus = std::min(bus / 3.8, ll_max);
+    if (p == kLL128)
+      bus = std::min(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
+                     channels * t.tree_ll128_per_ch[gpu][ni]);
+  }
+  if (a == kPatA) bus *= t.pat_bw;
+  if (a == kCollnetDirectA) {
+    // Direct wants a NIC per GPU: (1 + GPUs per NIC) / 2 less bw otherwise.
+    double factor = ppn / channels;
+    factor -= (factor - 1) / 2;
+    bus /= factor;
+    if (!ctx.sm80) bus *= kCollnetHopperFactor;
+  }
+  // Bus to algorithm bandwidth: not for all_gather / reduce_scatter other
+  // than the ring (2.23+; before, NVLS's was converted too).
+  double alg = bus;
+  if (!gs || a == kRingA || (a == kNvlsA && t.nvls_gather_scatter_ratio)) {
+    const int nsteps = ar ? 2 * (n - 1) : gs ? n - 1 : n;
+    double ratio = 0.5;
+    if (a == kRingA || (nvls && t.nvls == NcclNvlsModel::v2_28))
+      ratio = static_cast<double>(n) / nsteps;
+    else if (nvls && t.nvls == NcclNvlsModel::v2_18)
+      ratio = a == kNvlsA ? t.nvls_ratio : 0.70 * nodes / (2.0 * (nodes - 1));
+    else if (nvls)
+      ratio = 5.0 / 6.0;
+    alg = bus * ratio;
+  }
+
+  // Latency.
+  const int intra_hw = ctx.nvlink ? kHwNvlink : kHwPci;
+  double intra_lat = t.hw_lat[intra_hw][a][p];
+  // At one GPU per node (2.23+) every algorithm pays the tree's network hop.
+  const double inter_lat = ppn == 1 && t.one_gpu_per_node_tree_latency ? t.hw_lat[kHwNet][kTreeA][p]
+                                                                       : t.hw_lat[kHwNet][a][p];
+  double lat = t.base_lat[a][p];
+  if (a == kRingA) {
+    const int nsteps = ar ? 2 * (n - 1) : gs ? n - 1 : n;
+    const int hw = nodes == 1 ? intra_hw : kHwNet;
+    if (rooted) {
+      // A pipeline along the ring: one hop where every channel takes the
+      // same path, else a hop per rank (Simple at the tree's hop).
+      if (ctx.ring_same_channels) {
+        lat += t.hw_lat[hw][kRingA][p];
+      } else {
+        lat += nsteps * (p == kSimple ? t.hw_lat[hw][kTreeA][p] : t.hw_lat[hw][kRingA][p]);
+      }
+    } else {
+      // Across nodes every step pays the host's network post overhead.
+      if (nodes > 1) intra_lat = std::max(intra_lat, kNetOverhead * (p == kSimple ? 3 : 1));
+      const int inter_steps = nodes == 1                     ? 0
+                              : !ar                          ? nodes - 1
+                              : t.ring_inter_steps_minus_one ? 2 * (nodes - 1)
+                                                             : 2 * nodes;
+      lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat;
+    }
+  } else if (a == kTreeA) {
+    lat += 2 * ((local - 1) * intra_lat + log2i(nodes) * inter_lat);
+  } else if (a == kCollnetDirectA) {
+    lat += 2 * (std::min(1, local - 1) * intra_lat + (local - 1) * t.collnet_arity_lat) + inter_lat;
+  } else if (a == kCollnetChainA) {
+    lat += 2 * (local - 1) * intra_lat + inter_lat;
+  } else if (a == kNvlsA) {
+    if (t.nvls == NcclNvlsModel::v2_18)
+      lat += nodes > 1 ? t.hw_lat[kHwNet][kNvlsA][p] : 0;
+    else
+      lat = intra_lat + (nodes > 1 ? inter_lat : 0);
+  } else if (a == kNvlsTreeA) {
+    if (t.nvls == NcclNvlsModel::v2_18)
+      lat += 2 * (nodes - 1) * t.hw_lat[kHwNet][kNvlsTreeA][p];
+    else
+      lat += intra_lat + 2 * log2i(nodes) * inter_lat;
+  } else if (a == kPatA) {
+    lat = kPatBase + log2i(nodes) * (inter_lat / kPatLogDivisor) + n * kPatPerRank;
+  }
+
+  if (!(alg > 0)) return std::nullopt;
+  return NcclModelEntry{lat, alg};
+}
+
 std::optional<double> nccl_model_time(const NcclContext& ctx, Collective c, NcclVariant variant,
                                       Protocol protocol, std::int64_t bytes_in, DataType type,
                                       RedOp op) {
   const int p = protocol_index(protocol);
   if (p < 0) return std::nullopt;
   const int n = ctx.ranks;
-  const int nodes = ctx.nodes;
-  const double ppn = static_cast<double>(n) / nodes;
-  const double bytes = static_cast<double>(bytes_in);
   if (n == 1) {
     if (variant == NcclVariant::ring && protocol == Protocol::simple) return 0.0;
     return std::nullopt;
   }
-  const bool ar = c == Collective::all_reduce;
+  const double bytes = static_cast<double>(bytes_in);
   if (variant == NcclVariant::p2p) {
     if (c != Collective::all_to_all && c != Collective::scatter && c != Collective::gather)
       return std::nullopt;
@@ -212,125 +406,44 @@ std::optional<double> nccl_model_time(const NcclContext& ctx, Collective c, Nccl
     if ((protocol == Protocol::ll) != ll || protocol == Protocol::ll128) return std::nullopt;
     return 0.0;
   }
-  if (c == Collective::all_to_all || c == Collective::scatter || c == Collective::gather ||
-      c == Collective::barrier)
-    return std::nullopt;
-  double bus = 0, lat = 0, alg = 0;
-  const double* intra_ring = ctx.nvlink ? kRingNvlink : kRingPci;
-  const double* intra_tree = ctx.nvlink ? kTreeNvlink : kTreePci;
-  if (variant == NcclVariant::ring) {
-    const int nsteps = ar ? 2 * (n - 1)
-                       : c == Collective::all_gather || c == Collective::reduce_scatter ? n - 1
-                                                                                        : n;
-    const int inter_steps = ar ? 2 * (nodes - 1)
-                            : c == Collective::all_gather || c == Collective::reduce_scatter
-                                ? nodes - 1
-                                : nodes;
-    bus = ctx.ring_channels * ctx.ring_bw;
-    if (protocol == Protocol::ll) {
-      const double cap = nodes == 1 ? (ctx.sm80 ? kLlMaxBwA100 : kLlMaxBwH100)
-                                    : (nodes == 2 ? kLlMaxBw2 : kLlMaxBwN);
-      bus = std::min(cap, 0.5 * bus);
-    } else if (protocol == Protocol::ll128) {
-      bus = std::min(0.92 * bus,
-                     ctx.ring_channels * (ctx.sm80 ? kRingLl128PerChA100 : kRingLl128PerChH100));
-    }
-    alg = bus * n / nsteps;
-    double intra = intra_ring[p];
-    // Across nodes a per-step host overhead (1 us, x3 for Simple) is a floor.
-    if (nodes > 1) intra = std::max(intra, protocol == Protocol::simple ? 3.0 : 1.0);
-    lat = kRingBase[p] + (nsteps - inter_steps) * intra + inter_steps * kRingNet[p];
-    if (ar && nodes > 1 && protocol == Protocol::simple && bytes >= n / 16.0 * 65536) lat *= 1.4;
-  } else if (variant == NcclVariant::tree) {
-    if (!ar) return std::nullopt;
-    bus = ctx.tree_channels * ctx.tree_bw;
-    const double per_ch = kTreePerCh[nodes == 1 ? 0 : nodes == 2 ? 1 : 2];
-    bus = std::min(0.92 * bus, ctx.tree_channels * per_ch);
-    if (protocol == Protocol::ll) bus /= 3.8;
-    if (protocol == Protocol::ll128) bus *= nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
-    alg = 0.5 * bus;
-    const int log_size = log2i(bytes / 64);
-    if (log_size < 22) alg *= kTreeCorrection[p][std::max(0, log_size)];
-    lat = kTreeBase[p] + 2 * ((ppn - 1) * intra_tree[p] + log2i(nodes) * kTreeNet[p]);
-  } else if (variant == NcclVariant::nvls || variant == NcclVariant::nvls_tree) {
-    if (!ar || ctx.nvls_heads == 0 || protocol != Protocol::simple || !nvls_supported(type, op))
-      return std::nullopt;
-    // NVLS across nodes needs CollNet (the network's switches reduce); NVLS
-    // tree needs several nodes.
-    if (variant == NcclVariant::nvls && nodes > 1 && ctx.collnet_heads == 0) return std::nullopt;
-    if (variant == NcclVariant::nvls_tree && nodes == 1) return std::nullopt;
-    bus = ctx.nvls_heads * ctx.nvls_bw;
-    alg = bus * 5.0 / 6.0;
-    if (variant == NcclVariant::nvls) {
-      lat = kNvlsIntra;
-      if (nodes > 1) {
-        // The NVLS graph's bandwidth is the lower of NVLink's and the NIC's.
-        alg = ctx.nvls_heads * std::min(ctx.nvls_bw, ctx.collnet_bw) * 5.0 / 6.0;
-        lat += kNvlsNet;
-      }
-    } else {
-      // NVLS inside, a tree across: no faster than the tree's own bandwidth.
-      alg = std::min(alg, 0.5 * std::min(0.92 * ctx.tree_channels * ctx.tree_bw,
-                                         ctx.tree_channels * kTreePerCh[nodes == 2 ? 1 : 2]));
-      lat = kNvlsIntra + 2 * log2i(nodes) * kNvlsTreeNet;
-    }
-  } else if (variant == NcclVariant::collnet_direct) {
-    // SHARP across nodes, direct NVLink transfers inside (NCCL: an NVSwitch
-    // system, at most 8 GPUs per node); Simple only; all_reduce (NCCL's
-    // all_gather / reduce_scatter over CollNet need a plugin with those
-    // collectives, not modelled). Not on one node.
-    if (!ar || ctx.collnet_heads == 0 || nodes == 1 || protocol != Protocol::simple)
-      return std::nullopt;
-    if (ctx.nvls_heads == 0 || ppn > 8) return std::nullopt;
-    bus = ctx.collnet_heads * ctx.collnet_bw;
-    double factor = ppn / ctx.collnet_heads;  // GPUs per NIC
-    factor -= (factor - 1) / 2;
-    bus /= factor;
-    if (!ctx.sm80) bus *= kCollnetHopperFactor;
-    alg = 0.5 * bus;
-    const int local = static_cast<int>(ppn) - 1;
-    lat =
-        2 * (std::min(1, local) * kCollnetDirectIntra + local * kCollnetArity) + kCollnetDirectNet;
-  } else if (variant == NcclVariant::collnet_chain) {
-    // SHARP across nodes, a chain through each node's GPUs to the head of
-    // the channel; Simple only; all_reduce; not on one node.
-    if (!ar || ctx.collnet_heads == 0 || nodes == 1 || protocol != Protocol::simple)
-      return std::nullopt;
-    alg = 0.5 * ctx.collnet_heads * ctx.collnet_bw;
-    lat = 2 * (ppn - 1) * kCollnetChainIntra + kCollnetChainNet;
-  } else if (variant == NcclVariant::pat) {
-    // One GPU per node only (ncclPatEnable), Simple only; no scaled
-    // reduce-scatter (avg). The tree graph's channels and bandwidth; the
-    // all_gather / reduce_scatter bandwidth is not converted to algbw.
-    if (c != Collective::all_gather && c != Collective::reduce_scatter) return std::nullopt;
-    if (nodes != n || protocol != Protocol::simple) return std::nullopt;
-    if (c == Collective::reduce_scatter && op == RedOp::avg) return std::nullopt;
-    alg = kPatBwFactor * ctx.tree_channels * ctx.tree_bw;
-    lat = kPatBase + log2i(nodes) * kTreeNet[p] / kPatLogDivisor + n * kPatPerRank;
-  } else {
-    return std::nullopt;
+  const std::optional<NcclModelEntry> entry = nccl_model_entry(ctx, c, variant, protocol, type, op);
+  if (!entry) return std::nullopt;
+  const NcclTuning& t = *ctx.tuning;
+  const int a = nccl_algorithm_index(variant);
+  double lat = entry->latency_us;
+  double alg = entry->bandwidth_gbps;
+  // Per call (ncclTopoGetAlgoTime): the tree's mid-size correction, the
+  // ring's plateau across nodes.
+  if (a == kTreeA && c == Collective::all_reduce) {
+    int log_size = log2_down(bytes_in >> 6);
+    if (log_size < 0 && t.tree_correction_below_64) log_size = 0;
+    if (log_size >= 0 && log_size < 23) alg *= kNcclTreeCorrection[p][log_size];
   }
-  if (!(alg > 0)) return std::nullopt;
+  if (a == kRingA && p == kSimple && ctx.nodes > 1 && c == Collective::all_reduce &&
+      bytes_in / (static_cast<std::int64_t>(ctx.runtime_channels) * n) >= 64)
+    lat *= kRingPlateau;
   return lat + bytes / (1000.0 * alg);
 }
 
-NcclChoice nccl_choose(const NcclContext& ctx, Collective c, std::int64_t bytes, DataType type,
-                       RedOp op, std::optional<NcclVariant> variant) {
-  NcclChoice best;
-  std::optional<double> best_t;
+std::vector<NcclChoice> nccl_candidates(const NcclContext& ctx, Collective c, std::int64_t bytes,
+                                        DataType type, RedOp op,
+                                        std::optional<NcclVariant> variant) {
+  std::vector<NcclChoice> out;
   for (NcclVariant v : kVariants) {
     if (variant && v != *variant) continue;
     for (Protocol pr : kAllProtocols) {
       const std::optional<double> t = nccl_model_time(ctx, c, v, pr, bytes, type, op);
       if (!t) continue;
-      if (!best_t || *t < *best_t) {
-        best_t = t;
-        best.variant = v;
-        best.protocol = pr;
-      }
+      out.push_back({v, pr, nccl_channels(ctx, c, bytes, v, pr), *t});
     }
   }
-  if (!best_t) {
+  return out;
+}
+
+NcclChoice nccl_choose(const NcclContext& ctx, Collective c, std::int64_t bytes, DataType type,
+                       RedOp op, std::optional<NcclVariant> variant) {
+  const std::vector<NcclChoice> all = nccl_candidates(ctx, c, bytes, type, op, variant);
+  if (all.empty()) {
     const std::string name = variant ? std::string(to_string(*variant)) : std::string();
     throw UsageError("nccl" + (variant ? ":" + name : std::string()) + ": NCCL has no " +
                      (variant ? name : std::string("algorithm")) + " for " +
@@ -339,36 +452,150 @@ NcclChoice nccl_choose(const NcclContext& ctx, Collective c, std::int64_t bytes,
                      std::to_string(ctx.ranks) + " ranks, " + std::to_string(ctx.nodes) +
                      " node(s)" + (ctx.nvls_heads == 0 ? ", no NVLS switch" : "") + ")");
   }
-  best.model_us = *best_t;
-  best.channels = nccl_channels(ctx, c, bytes, best.variant, best.protocol);
-  return best;
+  // The first of the fastest, in NCCL's order (topoGetAlgoInfo).
+  const NcclChoice* best = &all.front();
+  for (const NcclChoice& x : all)
+    if (x.model_us < best->model_us) best = &x;
+  return *best;
 }
+
+bool nccl_has_schedule(Collective c, NcclVariant variant) {
+  try {
+    const AlgorithmDef& def = find_algorithm(c, "nccl");
+    const std::string name(to_string(variant));
+    return std::find(def.variants.begin(), def.variants.end(), name) != def.variants.end();
+  } catch (const UsageError&) {
+    return false;
+  }
+}
+
+NcclChoice nccl_runnable_choice(const NcclContext& ctx, Collective c, std::int64_t bytes,
+                                DataType type, RedOp op, std::optional<NcclVariant> variant,
+                                std::optional<NcclChoice>* instead) {
+  const NcclChoice nccl = nccl_choose(ctx, c, bytes, type, op, variant);
+  if (instead) instead->reset();
+  if (nccl_has_schedule(c, nccl.variant)) return nccl;
+  const std::vector<NcclChoice> all = nccl_candidates(ctx, c, bytes, type, op, variant);
+  const NcclChoice* best = nullptr;
+  for (const NcclChoice& x : all)
+    if (nccl_has_schedule(c, x.variant) && (!best || x.model_us < best->model_us)) best = &x;
+  if (!best)
+    throw UsageError("nccl: NCCL runs " + describe(nccl) + " for " + std::string(to_string(c)) +
+                     ", which collkit has no schedule for, and nothing else applies");
+  if (instead) *instead = nccl;
+  return *best;
+}
+
+std::string describe_run(const NcclChoice& ran, const std::optional<NcclChoice>& instead) {
+  if (!instead) return describe(ran);
+  return describe(ran) + " (NCCL: " + describe(*instead) + ", no collkit schedule)";
+}
+
+namespace {
+
+// enqueue.cc's planner (scheduleCollTasksToPlan, 2.22+) for a call alone in
+// its plan: it cuts the per-rank data into cells and gives each channel
+// its share of the traffic, at least the least traffic a channel gets;
+// `nc` is what topoGetAlgoInfo allowed, `kind_max` the channels of the
+// call's kind (the comm's, or NVLS's).
+int planned_channels(const NcclTuning& t, Collective c, int n, std::int64_t bytes, bool ll, int nc,
+                     int kind_max) {
+  const bool gs = c == Collective::all_gather || c == Collective::reduce_scatter;
+  const std::int64_t per_rank = gs ? bytes / n : bytes;  // count x element size
+  if (per_rank <= 0) return nc;
+  std::int64_t per_byte = c == Collective::all_reduce ? 2 : gs ? n : 1;
+  if (ll && t.ll_traffic_x4) per_byte *= 4;
+  const std::int64_t min_traffic = t.min_traffic_per_channel;
+  const std::int64_t traffic = per_rank * per_byte;
+  const std::int64_t sharing = std::min(nc, kind_max);
+  std::int64_t per_channel = 0;
+  if (t.planner_cells_16)
+    per_channel = std::max(min_traffic, traffic / sharing);
+  else if (t.traffic_per_channel_rounded)
+    per_channel = div_up(std::max(min_traffic, traffic) / sharing, 16) * 16;
+  else
+    per_channel = std::max(min_traffic, std::max(min_traffic, traffic) / sharing);
+  const std::int64_t cell =
+      t.planner_cells_16 ? 16 : div_up(div_up(min_traffic, per_byte), 16) * 16;
+  const std::int64_t cells = div_up(per_rank, cell);
+  const std::int64_t cell_traffic = cell * per_byte;
+  std::int64_t per_ch_cells = std::min(cells, div_up(per_channel, cell_traffic));
+  std::int64_t lo = kind_max == 1        ? cells
+                    : t.planner_cells_16 ? std::min(cells, per_channel / cell_traffic)
+                                         : std::min(cells, div_up(per_channel, cell_traffic));
+  std::int64_t mid = per_ch_cells > 0 ? (cells - lo) / per_ch_cells : 0;
+  std::int64_t hi = per_ch_cells > 0 ? (cells - lo) % per_ch_cells : 0;
+  const std::int64_t used = (lo != 0 ? 1 : 0) + mid + (hi != 0 ? 1 : 0);
+  if (kind_max < used) {  // more than the kind's channels: the last takes the rest
+    mid = kind_max - 2;
+    per_ch_cells = (cells - lo) / (mid + 1);
+    hi = per_ch_cells + (cells - lo) % (mid + 1);
+  }
+  if (hi == 0 && mid != 0) {
+    hi = per_ch_cells;
+    mid -= 1;
+  }
+  if (lo == 0) {  // the first channel got nothing: the next one is the first
+    if (mid == 0) {
+      lo = hi;
+      hi = 0;
+    } else {
+      lo = per_ch_cells;
+      mid -= 1;
+    }
+  }
+  return static_cast<int>((lo != 0 ? 1 : 0) + mid + (hi != 0 ? 1 : 0));
+}
+
+}  // namespace
 
 int nccl_channels(const NcclContext& ctx, Collective c, std::int64_t bytes, NcclVariant variant,
                   Protocol protocol) {
-  // Channels (enqueue.cc): NVLS a fixed count; ring and tree fewer for small
-  // sizes, and never more than 16 KiB of traffic per channel allows.
+  // topoGetAlgoInfo (enqueue.cc): CollNet Direct fewer channels while each
+  // gets less than its threshold per thread of every head (halving the
+  // threshold past each switch point); NVLS its own channel count; ring,
+  // tree and CollNet Chain one channel less while the call is smaller than
+  // channels x threads x threshold.
   const int pi = std::max(0, protocol_index(protocol));
   int nc = ctx.runtime_channels;
-  if (variant == NcclVariant::nvls || variant == NcclVariant::nvls_tree) {
-    nc = std::min(nc, kNvlsChannels);
-  } else if (variant == NcclVariant::collnet_direct || variant == NcclVariant::collnet_chain) {
-    // Fewer channels while each would get less than the threshold per
-    // thread of every head (enqueue.cc's CollNet loop, without its halving
-    // of the threshold past 1.5x each switch point).
-    const double per_channel =
-        static_cast<double>(kMaxThreads[pi]) * kCollnetThreadThreshold * ctx.collnet_heads;
-    while (static_cast<double>(bytes) < nc * per_channel && nc >= 2) --nc;
-  } else if (variant != NcclVariant::p2p) {
-    const double threshold =
-        kThreadThreshold[pi] *
-        (variant == NcclVariant::ring && protocol == Protocol::ll ? ctx.ranks : 1);
-    while (static_cast<double>(bytes) < nc * kMaxThreads[pi] * threshold && nc >= 2) --nc;
-    double traffic = static_cast<double>(bytes) * (c == Collective::all_reduce ? 2 : 1);
-    if (protocol == Protocol::ll) traffic *= 4;
-    nc = std::max(1, std::min(nc, static_cast<int>(std::ceil(traffic / kMinTrafficPerChannel))));
+  if (variant == NcclVariant::p2p || ctx.ranks == 1) return nc;
+  const NcclTuning& t = *ctx.tuning;
+  const int a = nccl_algorithm_index(variant);
+  const bool nvls = a == kNvlsA || a == kNvlsTreeA;
+  const bool collnet = a == kCollnetDirectA || a == kCollnetChainA;
+  int threads = kMaxThreads;
+  if (a == kRingA || a == kTreeA)
+    threads = pi == kLL                                                  ? kLlThreads
+              : pi == kLL128                                             ? kLl128Threads
+              : a == kRingA && ctx.ring_channels * ctx.ring_bw <= kPciBw ? 256
+                                                                         : kSimpleThreads;
+  if (a == kPatA) threads = 0;
+  int threshold = collnet ? kCollnetThreadThreshold : kThreadThreshold[pi];
+  if (a == kRingA && pi == kLL) threshold *= ctx.ranks;
+  const double b = static_cast<double>(bytes);
+  if (a == kCollnetDirectA) {
+    const double heads = ctx.collnet_heads;
+    bool smaller = true;
+    for (int sw = 16; sw >= 1 && smaller; sw /= 2) {
+      while ((smaller = b < static_cast<double>(nc) * threads * heads * threshold) && nc > sw) {
+        if (nc == sw + sw / 2) threshold /= 2;
+        --nc;
+      }
+    }
+  } else if (nvls) {
+    nc = ctx.nvls_channels;
+    if (t.nvls_multinode_ring_channels && ctx.nodes > 1 && a == kNvlsA)
+      nc = std::min(ctx.nvls_channels, ctx.runtime_channels);
+  } else {
+    while (b < static_cast<double>(nc) * threads * threshold && nc >= 2) --nc;
   }
-  return nc;
+  // The planner (2.22+) spreads the call over channels by its traffic;
+  // CollNet calls (NVLS across nodes among them) keep their count.
+  const bool collnet_kind = collnet || (a == kNvlsA && ctx.nodes > 1);
+  if (t.min_traffic_per_channel > 0 && !collnet_kind)
+    nc = planned_channels(t, c, ctx.ranks, bytes, pi == kLL, nc,
+                          nvls ? ctx.nvls_channels : ctx.runtime_channels);
+  return std::max(1, nc);
 }
 
 ScheduleSpec nccl_schedule_spec(ScheduleSpec base, const NcclContext& ctx, const NcclChoice& choice,

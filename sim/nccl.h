@@ -13,14 +13,19 @@
 #include "algorithms/nccl_variant.h"
 #include "algorithms/schedule.h"
 #include "core/dtypes.h"
+#include "core/nccl_version.h"
 #include "core/protocol.h"
+#include "sim/nccl_versions.h"
 #include "topologies/channels.h"
 #include "topologies/topology.h"
 
 namespace collkit {
 
-// What NCCL knows of the machine, read off the topology once.
+// What NCCL knows of the machine, read off the topology once, and the
+// release whose cost model decides (sim/nccl_versions.h).
 struct NcclContext {
+  NcclVersion version = kDefaultNcclVersion;
+  const NcclTuning* tuning = nullptr;  // nccl_tuning(version)
   int ranks = 1;
   int nodes = 1;
   int ranks_per_node = 1;
@@ -31,20 +36,35 @@ struct NcclContext {
   double ring_bw = 0;
   int tree_channels = 1;
   double tree_bw = 0;
+  // NVLS graph: heads, and the per-head bandwidth NCCL's search gives its
+  // NVLink side (intra) and its network side (inter). One node: the file's
+  // figure, and inter the search's pass 2 raises to twice intra or the top
+  // of the speeds it tries (src/graph/search.cc, 2.22+); across nodes both
+  // are the NIC's per-channel figure, the search's starting speed.
   int nvls_heads = 0;
   double nvls_bw = 0;
+  double nvls_bw_inter = 0;
+  int nvls_channels = 16;  // NCCL_NVLS_NCHANNELS on sm90 (src/transport/nvls.cc)
   // CollNet (SHARP): the NICs of a node reach a network switch that reduces
   // (0 = none), each at collnet_bw GB/s (the NIC or the switch's in-network
   // rate per port, whichever is lower).
   int collnet_heads = 0;
   double collnet_bw = 0;
   int runtime_channels = 1;
+  // The ring graph's channels all take the same path through a node
+  // (NCCL's sameChannels): inside one node, yes; across nodes each channel
+  // enters a node through its own NIC, so no. Broadcast and reduce
+  // latencies follow it (tuning.cc).
+  bool ring_same_channels = true;
   bool nvlink = true;  // devices of a node joined by NVLink-class links (else PCIe)
   bool sm80 = false;   // NCCL's A100 constants instead of H100's
 };
 
-// NCCL's view of `topology` for its first `ranks` ranks.
-NcclContext nccl_context(const Topology& topology, int ranks);
+// NCCL's view of `topology` for its first `ranks` ranks, with the cost model
+// of `version`; none: the topology file's nccl.version, else
+// kDefaultNcclVersion. Throws UsageError for an unsupported version.
+NcclContext nccl_context(const Topology& topology, int ranks,
+                         std::optional<NcclVersion> version = std::nullopt);
 
 // One (algorithm, protocol, channels) NCCL would run, with its model's time.
 struct NcclChoice {
@@ -54,6 +74,19 @@ struct NcclChoice {
   double model_us = 0;  // NCCL's own estimate (its cost model)
 };
 
+// One entry of NCCL's tuning table (what NCCL_DEBUG_SUBSYS=TUNING prints
+// as latency/bandwidth): the latency (us) and algorithm bandwidth (GB/s)
+// NCCL's model gives `variant` with `protocol` for the collective, before
+// the per-size corrections; none where NCCL would not run that pair here
+// (p2p has no entry).
+struct NcclModelEntry {
+  double latency_us = 0;
+  double bandwidth_gbps = 0;
+};
+std::optional<NcclModelEntry> nccl_model_entry(const NcclContext& ctx, Collective c,
+                                               NcclVariant variant, Protocol protocol,
+                                               DataType type, RedOp op);
+
 // NCCL's time estimate (us) for `variant` with `protocol` for a call of
 // `bytes` (NCCL's nBytes: the whole buffer, as nccl-tests' size); none when
 // NCCL would not run that pair (disabled, or not supported for the op/type).
@@ -61,16 +94,44 @@ std::optional<double> nccl_model_time(const NcclContext& ctx, Collective c, Nccl
                                       Protocol protocol, std::int64_t bytes, DataType type,
                                       RedOp op);
 
-// NCCL's choice at `bytes`: the fastest pair by its model, restricted to
-// `variant` when given (nccl:ring picks only the protocol; nullopt: NCCL's
-// own choice among all); then the channel count NCCL uses for that size.
-// Throws UsageError when nothing applies.
+// Every (algorithm, protocol) NCCL weighs at `bytes`, restricted to
+// `variant` when given, in NCCL's order (algorithm, then protocol), each
+// with its estimate and the channels NCCL would run it on.
+std::vector<NcclChoice> nccl_candidates(const NcclContext& ctx, Collective c, std::int64_t bytes,
+                                        DataType type, RedOp op,
+                                        std::optional<NcclVariant> variant);
+
+// NCCL's choice at `bytes`: the fastest pair by its model (the first of
+// equal ones, in NCCL's order), restricted to `variant` when given
+// (nccl:ring picks only the protocol; nullopt: NCCL's own choice among
+// all); then the channel count NCCL uses for that size. Throws UsageError
+// when nothing applies.
 NcclChoice nccl_choose(const NcclContext& ctx, Collective c, std::int64_t bytes, DataType type,
                        RedOp op, std::optional<NcclVariant> variant);
 
+// Whether collkit has a schedule of `variant` for collective `c` (the
+// variants the nccl algorithm defines for it, algorithms/nccl.cc). NCCL
+// weighs NVLS for all_gather and reduce_scatter on one node (2.19+), which
+// collkit has no schedule for.
+bool nccl_has_schedule(Collective c, NcclVariant variant);
+
+// NCCL's choice as the simulator runs it: nccl_choose, unless collkit has
+// no schedule for it; then the fastest by NCCL's model of the candidates it
+// has (the first of equal ones), and `instead` (when given) is set to
+// NCCL's own choice. Throws UsageError as nccl_choose does.
+NcclChoice nccl_runnable_choice(const NcclContext& ctx, Collective c, std::int64_t bytes,
+                                DataType type, RedOp op, std::optional<NcclVariant> variant,
+                                std::optional<NcclChoice>* instead = nullptr);
+
+// The note the nccl family's rows carry ("ring/LL/24ch"; with a
+// substitution "ring/LL128/24ch (NCCL: nvls/Simple/16ch, no collkit
+// schedule)").
+std::string describe_run(const NcclChoice& ran, const std::optional<NcclChoice>& instead);
+
 // The channel count NCCL runs `variant` with `protocol` on for a call of
-// `bytes` (src/enqueue.cc): what nccl_choose sets for its choice, and what
-// the tuner (tuner/) simulates every (variant, protocol) pair with.
+// `bytes` (src/enqueue.cc: topoGetAlgoInfo's rule, then from 2.22 the
+// planner's spread by traffic): what nccl_choose sets for its choice, and
+// what the tuner (tuner/) simulates every (variant, protocol) pair with.
 int nccl_channels(const NcclContext& ctx, Collective c, std::int64_t bytes, NcclVariant variant,
                   Protocol protocol);
 

@@ -67,11 +67,14 @@ std::vector<SweepPoint> simulate_sweep(const SweepSpec& spec, const Topology& to
     }
   }
   std::optional<NcclContext> ctx;
-  if (any_nccl) ctx = nccl_context(topology, sweep.ranks);
-  const auto choose = [&](const ScheduleSpec& spec) {
-    return nccl_choose(*ctx, spec.collective, spec.count * spec.elem_size, sweep.dtype, sweep.op,
-                       nccl_variant(spec.algorithm));
+  if (any_nccl) ctx = nccl_context(topology, sweep.ranks, sweep.nccl_version);
+  // NCCL's choice, run as collkit can (sim/nccl.h: a choice collkit has no
+  // schedule for runs as the fastest one it has, and the note says so).
+  const auto choose_noting = [&](const ScheduleSpec& spec, std::optional<NcclChoice>* instead) {
+    return nccl_runnable_choice(*ctx, spec.collective, spec.count * spec.elem_size, sweep.dtype,
+                                sweep.op, nccl_variant(spec.algorithm), instead);
   };
+  const auto choose = [&](const ScheduleSpec& spec) { return choose_noting(spec, nullptr); };
   if (any_nccl) {
     // Fail before the sweep when a named variant does not apply here at all.
     for (const std::string& algorithm : sweep.algorithms)
@@ -103,8 +106,13 @@ std::vector<SweepPoint> simulate_sweep(const SweepSpec& spec, const Topology& to
   for (SweepPoint& pt : points) {
     if (!on_topology(pt.algorithm)) continue;
     const ScheduleSpec spec = schedule_spec(sweep, pt.algorithm, pt.size);
-    pt.note =
-        discarded(spec) ? "none (no elements: NCCL discards the call)" : describe(choose(spec));
+    if (discarded(spec)) {
+      pt.note = "none (no elements: NCCL discards the call)";
+    } else {
+      std::optional<NcclChoice> instead;
+      const NcclChoice ran = choose_noting(spec, &instead);
+      pt.note = describe_run(ran, instead);
+    }
   }
   return points;
 }

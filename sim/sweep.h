@@ -8,12 +8,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "algorithms/schedule.h"
 #include "core/dtypes.h"
 #include "core/nccl_sizes.h"
+#include "core/nccl_version.h"
 #include "sim/engine.h"
 #include "topologies/topology.h"
 
@@ -39,6 +41,9 @@ struct SweepSpec {
   // prediction is of the schedules that ran. "nccl" (NCCL's own choice)
   // is made on the topology either way.
   bool nccl_as_bench = false;
+  // The NCCL version whose cost model makes NCCL's choice (--nccl-version);
+  // none: the topology file's nccl.version, else kDefaultNcclVersion.
+  std::optional<NcclVersion> nccl_version;
 };
 
 // The ScheduleSpec of one (algorithm, size) of the sweep.

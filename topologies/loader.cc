@@ -718,9 +718,23 @@ void read_extras(const Reader& rd, const json& top, Topology& t) {
   }
   if (const json* nc = rd.find(top, "nccl")) {
     rd.object(*nc, "nccl");
-    rd.keys(*nc, "nccl", {"gpu", "ring", "tree", "nvls", "runtime_channels"});
+    rd.keys(*nc, "nccl", {"gpu", "ring", "tree", "nvls", "runtime_channels", "version"});
     if (rd.find(*nc, "gpu"))
       t.nccl.sm80 = rd.choice(*nc, "nccl", "gpu", {"H100", "A100"}) == "A100";
+    if (const json* v = rd.find(*nc, "version")) {
+      const std::string field_name = field("nccl", "version");
+      if (!v->is_string())
+        rd.fail(field_name, "must be an NCCL version string such as \"2.26.2\", got " + show(*v));
+      const std::optional<NcclVersion> version = parse_nccl_version(v->get<std::string>());
+      if (!version)
+        rd.fail(field_name, "'" + v->get<std::string>() +
+                                "': expected an NCCL version MAJOR.MINOR.PATCH (2.26.2)");
+      if (!nccl_version_supported(*version))
+        rd.fail(field_name, "'" + v->get<std::string>() + "': NCCL " + to_string(*version) +
+                                " is outside the versions collkit has NCCL's cost model for (" +
+                                nccl_supported_range() + ")");
+      t.nccl.version = version;
+    }
     const auto graph = [&](const char* key, const char* count, int& channels, double& bw) {
       const json* g = rd.find(*nc, key);
       if (!g) return;

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/nccl_version.h"
 #include "core/protocol.h"
 
 namespace collkit {
@@ -100,6 +102,10 @@ struct NcclGraphInfo {
   double nvls_bw = 0;
   int runtime_channels = 0;  // channels at run time (NCCL doubles the graph's)
   bool sm80 = false;         // "gpu": "A100": NCCL's A100 (sm80) model constants; else H100 (sm90)
+  // "version": the NCCL release the machine runs, whose cost model decides
+  // (sim/nccl_versions.h); none: the command's --nccl-version or collkit's
+  // default.
+  std::optional<NcclVersion> version;
 };
 
 // What a topology carries besides its network: node structure, protocol

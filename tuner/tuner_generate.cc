@@ -119,6 +119,9 @@ void for_each_point(const Topology& topology, int ranks, const TunerSpec& spec, 
         for (std::int64_t bytes : sizes_of(ctx, c, v, p, grid, spec, ranks)) {
           if (!nccl_model_time(ctx, c, v.variant, protocol_of(p), bytes, spec.dtype, spec.op))
             continue;
+          // NCCL weighs pairs collkit cannot simulate (NVLS all_gather):
+          // the tuner leaves NCCL's own estimate for those.
+          if (!nccl_has_schedule(c, v.variant)) continue;
           // nccl-tests' size loop maps a size to the same nBytes back.
           const SizeMapping size = map_size(c, bytes, elem, ranks);
           fn(ctx, id, c, v, p, size, bytes);

@@ -182,8 +182,10 @@ TEST(CollnetSharp, VerifiesOnTheShippedClusterChannels) {
 //   CollNet Direct: 8 channels (one per NIC) x 48 GB/s, GPUs per NIC 1,
 //   x 0.85 (Hopper), halved: 163.2 GB/s; 2 (3.7 + 7 x 0.4) + 31 = 44 us.
 //   CollNet Chain: 8 x 48 GB/s halved, 192 GB/s; 2 x 7 x 2.8 + 30 = 69.2 us.
-//   NVLS: 8 heads x min(40, 48) GB/s x 5/6 (the file's NVLS graph, 8 x 40
-//   GB/s); 25 + 18 = 43 us.
+//   NVLS: 8 heads x min(48, 48) GB/s x 5/6 = 320 GB/s (across nodes NCCL's
+//   NVLS graph has each head at the NIC's 48 GB/s on both sides, the speed
+//   its search starts from and keeps); 25 + 18 = 43 us. (NCCL 2.26.2, the
+//   default version.)
 // NVLS wins at every size, as NCCL picks it on such clusters; without
 // SHARP neither runs across nodes.
 TEST(CollnetSharp, NcclModelOfCollnetAndNvlsAcrossNodes) {
@@ -204,7 +206,7 @@ TEST(CollnetSharp, NcclModelOfCollnetAndNvlsAcrossNodes) {
     EXPECT_NEAR(nccl_model_time(ctx, Collective::all_reduce, NcclVariant::nvls, Protocol::simple,
                                 bytes, DataType::float32, RedOp::sum)
                     .value(),
-                43.0 + b / (1000.0 * 8 * 40 * 5.0 / 6.0), 1e-9 * (43 + b / 1e5));
+                43.0 + b / (1000.0 * 8 * 48 * 5.0 / 6.0), 1e-9 * (43 + b / 1e5));
     EXPECT_EQ(
         nccl_choose(ctx, Collective::all_reduce, bytes, DataType::float32, RedOp::sum, std::nullopt)
             .variant,

@@ -1,0 +1,264 @@
+#include "sim/nccl_versions.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+
+namespace collkit {
+namespace {
+
+// Indices (sim/nccl_versions.h): algorithms in NCCL's order, protocols LL,
+// LL128, Simple, hardware NVLink, PCI, network, GPU A100 then H100.
+constexpr int kTree = 0, kRing = 1, kCollnetDirect = 2, kCollnetChain = 3, kNvls = 4, kNvlsTree = 5;
+constexpr int kSimple = 2;
+constexpr int kNvlink = 0, kPci = 1, kNet = 2;
+constexpr int kA100 = 0, kH100 = 1;
+
+void set3(double (&row)[3], double ll, double ll128, double simple) {
+  row[0] = ll;
+  row[1] = ll128;
+  row[2] = simple;
+}
+
+// Each release is the one before it with what its tag changed, the only
+// place the figures are written (docs/NCCL.md, "Versions", lists the same
+// changes). Every figure is from src/graph/tuning.cc or src/enqueue.cc of
+// the tag named; nothing here was fitted to a measurement.
+std::vector<NcclTuning> build_releases() {
+  std::vector<NcclTuning> out;
+
+  // v2.18.1-1: the oldest release collkit models.
+  NcclTuning t;
+  t.release = {2, 18, 1};
+  t.tag = "v2.18.1-1";
+  set3(t.base_lat[kTree], 6.8, 14.0, 0);
+  set3(t.base_lat[kRing], 6.6, 14.0, 8.4);
+  set3(t.base_lat[kCollnetDirect], 6.8, 14.0, 0);
+  set3(t.base_lat[kCollnetChain], 6.8, 14.0, 0);
+  set3(t.base_lat[kNvls], 0, 0, 23.0);
+  set3(t.base_lat[kNvlsTree], 0, 0, 23.0);
+  set3(t.hw_lat[kNvlink][kTree], 0.6, 1.25, 28);
+  set3(t.hw_lat[kNvlink][kRing], 0.6, 1.9, 3.4);
+  set3(t.hw_lat[kNvlink][kCollnetDirect], 0, 0, 8.0);
+  set3(t.hw_lat[kNvlink][kCollnetChain], 0, 0, 4.75);
+  set3(t.hw_lat[kPci][kTree], 1.0, 1.9, 28);
+  set3(t.hw_lat[kPci][kRing], 1.0, 2.5, 5.7);
+  set3(t.hw_lat[kPci][kCollnetDirect], 0, 0, 8.0);
+  set3(t.hw_lat[kPci][kCollnetChain], 0, 0, 8.0);
+  set3(t.hw_lat[kNet][kTree], 5.0, 8.5, 28);
+  set3(t.hw_lat[kNet][kRing], 2.7, 4.0, 14.0);
+  set3(t.hw_lat[kNet][kCollnetDirect], 0, 0, 10.7);
+  set3(t.hw_lat[kNet][kCollnetChain], 0, 0, 14);
+  set3(t.hw_lat[kNet][kNvls], 0, 0, 18);
+  set3(t.hw_lat[kNet][kNvlsTree], 0, 0, 19);
+  t.ll_max_bw_one_node[kA100] = 87.7;
+  t.ll_max_bw_one_node[kH100] = 87.7;
+  set3(t.ll_max_bw_intel, 39.0, 39.0, 20.4);
+  set3(t.ring_ll128_per_ch[kA100], 20.0, 20.0, 20.0);
+  set3(t.ring_ll128_per_ch[kH100], 36.7, 36.7, 36.7);
+  set3(t.tree_ll128_per_ch[kA100], 20.0, 20.0, 20.0);
+  set3(t.tree_ll128_per_ch[kH100], 36.7, 36.7, 36.7);
+  set3(t.tree_per_ch[kA100], 24.0, 23.6, 17.8);
+  set3(t.tree_per_ch[kH100], 38.7, 41.4, 33.0);
+  t.ring_ll_half = false;
+  t.ring_ll128_one_gpu_per_node = 0.7;
+  t.ring_inter_steps_minus_one = false;
+  t.one_gpu_per_node_tree_latency = false;
+  t.nvls = NcclNvlsModel::v2_18;
+  t.nvls_ratio = 0.75;
+  t.nvls_gather_scatter = false;
+  t.nvls_gather_scatter_ratio = false;
+  t.pat_bw = 0;
+  t.collnet_arity_lat = 0.5;
+  t.tree_correction_below_64 = true;
+  t.min_traffic_per_channel = 0;
+  t.planner_cells_16 = false;
+  t.traffic_per_channel_rounded = false;
+  t.nvls_gather_any_type = true;
+  t.ll_traffic_x4 = false;
+  t.nvls_multinode_ring_channels = false;
+  t.collnet_chain_max_8 = false;
+  out.push_back(t);
+
+  // v2.18.3-1: the tree's Simple hop 4 / 6 / 14 us; per-channel tree caps
+  // for LL128 (H100 29 GB/s beyond 2 nodes) and Simple (36.0); NVLS
+  // converts bus to algorithm bw at 5/6.
+  t.release = {2, 18, 3};
+  t.tag = "v2.18.3-1";
+  t.hw_lat[kNvlink][kTree][kSimple] = 4;
+  t.hw_lat[kPci][kTree][kSimple] = 6;
+  t.hw_lat[kNet][kTree][kSimple] = 14;
+  set3(t.tree_ll128_per_ch[kH100], 36.7, 36.7, 29.0);
+  t.tree_per_ch[kH100][2] = 36.0;
+  t.nvls_ratio = 5.0 / 6.0;
+  out.push_back(t);
+
+  // v2.19.1-1 (branched before 2.18.3's tree figures: the tree's Simple hop
+  // is 28 us again): CollNet's and NVLS's latencies move from the base to
+  // the hops (CollNet Direct 3.7 / 31, Chain 2.8 / 30, NVLS 23 / 18,
+  // NVLSTree 23 / 14 us), the arity latency is 0.4 us; NVLS's bw is
+  // min(intra, inter) and NVLS is weighed for all_gather and reduce_scatter
+  // on one node.
+  t.release = {2, 19, 1};
+  t.tag = "v2.19.1-1";
+  set3(t.base_lat[kCollnetDirect], 0, 0, 0);
+  set3(t.base_lat[kCollnetChain], 0, 0, 0);
+  set3(t.base_lat[kNvls], 0, 0, 0);
+  set3(t.base_lat[kNvlsTree], 0, 0, 0);
+  for (int hw : {kNvlink, kPci, kNet}) t.hw_lat[hw][kTree][kSimple] = 28;
+  set3(t.hw_lat[kNvlink][kCollnetDirect], 0, 0, 3.7);
+  set3(t.hw_lat[kNvlink][kCollnetChain], 0, 0, 2.8);
+  set3(t.hw_lat[kNvlink][kNvls], 0, 0, 23);
+  set3(t.hw_lat[kNvlink][kNvlsTree], 0, 0, 23);
+  set3(t.hw_lat[kPci][kCollnetDirect], 0, 0, 3.7);
+  set3(t.hw_lat[kPci][kCollnetChain], 0, 0, 2.8);
+  set3(t.hw_lat[kNet][kCollnetDirect], 0, 0, 31);
+  set3(t.hw_lat[kNet][kCollnetChain], 0, 0, 30);
+  set3(t.hw_lat[kNet][kNvlsTree], 0, 0, 14);
+  t.nvls = NcclNvlsModel::v2_19;
+  t.nvls_gather_scatter = true;
+  t.nvls_gather_scatter_ratio = true;
+  t.collnet_arity_lat = 0.4;
+  out.push_back(t);
+
+  // v2.20.3-1: NVLS all_gather only for the types and ops NVLS reduces
+  // (enqueue.cc); the rest is MNNVL and CollNet all_gather / reduce_scatter,
+  // not modelled.
+  t.release = {2, 20, 3};
+  t.tag = "v2.20.3-1";
+  t.nvls_gather_any_type = false;
+  out.push_back(t);
+
+  // v2.21.5-1: the NVLS hop 25 us; ring LL at half the bus bw; one H100
+  // node's LL cap 141 GB/s.
+  t.release = {2, 21, 5};
+  t.tag = "v2.21.5-1";
+  t.hw_lat[kNvlink][kNvls][kSimple] = 25;
+  t.hw_lat[kNvlink][kNvlsTree][kSimple] = 25;
+  t.ring_ll_half = true;
+  t.ll_max_bw_one_node[kH100] = 141.0;
+  out.push_back(t);
+
+  // v2.22.3-1: log2i becomes log2Down (no tree correction below 64 bytes);
+  // the new planner spreads a call over channels by traffic, at least 512
+  // bytes a channel, in cells of 16 bytes; NVLS all_gather for any type.
+  t.release = {2, 22, 3};
+  t.tag = "v2.22.3-1";
+  t.nvls_gather_any_type = true;
+  t.tree_correction_below_64 = false;
+  t.min_traffic_per_channel = 512;
+  t.planner_cells_16 = true;
+  out.push_back(t);
+
+  // v2.23.4-1: the tree's Simple base 8.4 us and hop 4 / 4 / 14 us; PAT
+  // (x 0.85); ring LL128 at 0.92 even at one GPU per node; the all-reduce
+  // ring's network steps 2 (nodes - 1); at one GPU per node every
+  // algorithm pays the tree's network hop; NVLS all_gather / reduce_scatter
+  // bw no longer converted; 16 KiB of traffic a channel, cells of it.
+  t.release = {2, 23, 4};
+  t.tag = "v2.23.4-1";
+  t.base_lat[kTree][kSimple] = 8.4;
+  t.hw_lat[kNvlink][kTree][kSimple] = 4.0;
+  t.hw_lat[kPci][kTree][kSimple] = 4.0;
+  t.hw_lat[kNet][kTree][kSimple] = 14;
+  t.pat_bw = 0.85;
+  t.ring_ll128_one_gpu_per_node = 0.92;
+  t.ring_inter_steps_minus_one = true;
+  t.one_gpu_per_node_tree_latency = true;
+  t.nvls_gather_scatter_ratio = false;
+  t.min_traffic_per_channel = 16 << 10;
+  t.planner_cells_16 = false;
+  out.push_back(t);
+
+  // v2.24.3-1: PAT at 0.75. (v2.25.1-1 adds Blackwell rows only.)
+  t.release = {2, 24, 3};
+  t.tag = "v2.24.3-1";
+  t.pat_bw = 0.75;
+  out.push_back(t);
+
+  // v2.26.2-1: LL's traffic counts 4x in the channel planner.
+  t.release = {2, 26, 2};
+  t.tag = "v2.26.2-1";
+  t.ll_traffic_x4 = true;
+  out.push_back(t);
+
+  // v2.27.3-1: NVLS all_gather / reduce_scatter bw min(intra (ppn-1)/ppn,
+  // 0.9 inter).
+  t.release = {2, 27, 3};
+  t.tag = "v2.27.3-1";
+  t.nvls = NcclNvlsModel::v2_27;
+  out.push_back(t);
+
+  // v2.28.3-1: NVLS's bw from the graph's per-channel bw, an efficiency
+  // (0.85 on Hopper), two pipelined operations for all_reduce, and a
+  // per-channel cap for NVLSTree, converted like the ring's; NVLS across
+  // nodes runs at most the ring's channels; CollNet Chain at most 8 GPUs a
+  // node. (v2.28.7-1 changes Blackwell rows only.)
+  t.release = {2, 28, 3};
+  t.tag = "v2.28.3-1";
+  t.nvls = NcclNvlsModel::v2_28;
+  t.nvls_efficiency[kA100] = 0;
+  t.nvls_efficiency[kH100] = 0.85;
+  set3(t.nvls_tree_per_ch[kA100], 24.0, 23.6, 17.8);
+  set3(t.nvls_tree_per_ch[kH100], 0.0, 57.7, 45.5);
+  t.nvls_multinode_ring_channels = true;
+  t.collnet_chain_max_8 = true;
+  out.push_back(t);
+
+  // v2.28.9-1: NVLSTree's network hop 20.9 us.
+  t.release = {2, 28, 9};
+  t.tag = "v2.28.9-1";
+  t.hw_lat[kNet][kNvlsTree][kSimple] = 20.9;
+  out.push_back(t);
+
+  // v2.29.2-1: 32 KiB of traffic a channel (rounded to 16 bytes). (v2.29.7-1
+  // and v2.30.x change Blackwell rows and CollNet plugin checks only.)
+  t.release = {2, 29, 2};
+  t.tag = "v2.29.2-1";
+  t.min_traffic_per_channel = 32 << 10;
+  t.traffic_per_channel_rounded = true;
+  out.push_back(t);
+  return out;
+}
+
+}  // namespace
+
+const double kNcclTreeCorrection[3][23] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6, .5,
+     .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6, .6,
+     .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
+
+int nccl_algorithm_index(NcclVariant v) {
+  for (std::size_t i = 0; i < kNcclAlgorithmOrder.size(); ++i)
+    if (kNcclAlgorithmOrder[i] == v) return static_cast<int>(i);
+  return -1;
+}
+
+std::string_view nccl_algorithm_name(NcclVariant v) {
+  constexpr std::string_view kNames[] = {
+      "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
+  const int i = nccl_algorithm_index(v);
+  return i < 0 ? std::string_view() : kNames[i];
+}
+
+const std::vector<NcclTuning>& nccl_releases() {
+  static const std::vector<NcclTuning> kReleases = build_releases();
+  return kReleases;
+}
+
+const NcclTuning& nccl_tuning(const NcclVersion& v) {
+  if (!nccl_version_supported(v))
+    throw UsageError("NCCL " + to_string(v) +
+                     " is outside the versions collkit has NCCL's cost model for (" +
+                     nccl_supported_range() + ")");
+  const std::vector<NcclTuning>& rs = nccl_releases();
+  const NcclTuning* best = &rs.front();
+  for (const NcclTuning& r : rs)
+    if (r.release <= v) best = &r;
+  return *best;
+}
+
+}  // namespace collkit
