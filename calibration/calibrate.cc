@@ -25,10 +25,12 @@ std::pair<double, double> param_range(ParamKind kind, int host_cores_limit) {
   switch (kind) {
     case ParamKind::latency:
     case ParamKind::overhead:
+    case ParamKind::base_latency:
       return {0.0, 0.1};  // a tenth of a second per message is no network
     case ParamKind::bandwidth:
     case ParamKind::reduce_bw:
     case ParamKind::copy_bw:
+    case ParamKind::in_network:
       return {1e6, 1e13};  // 1 MB/s .. 10 TB/s
     case ParamKind::dram_factor:
       return {1.0, 1000.0};  // DRAM is never faster than the cache

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -30,6 +31,13 @@ struct CalibrationInput {
   // Where each row of report.results came from ("log.txt:57"), named in
   // errors instead of "FILE: results[i]"; empty for collkit reports.
   std::vector<std::string> row_names{};
+  // The network the run measured when it is not the base itself: the base
+  // at another scale (a cluster file resized, topologies/reshape.h; the CLI's
+  // FILE@NODESxGPUS), and its name for messages ("10x2"). Its links are
+  // the base's kinds of link, so the fitted figures are the base's; null =
+  // the base.
+  std::shared_ptr<const Topology> network = nullptr;
+  std::string shape = "";
 };
 
 struct CalibrateOptions {
@@ -100,13 +108,18 @@ enum class ParamKind : std::uint8_t {
   copy_bw,
   dram_factor,
   host_cores,
-  dirty_factor
+  dirty_factor,
+  // What a GPU network adds: an in-network switch's rate for multicast and
+  // reduction (NVLS, SHARP) on the links of one class, and a protocol's
+  // base latency, paid once per collective (docs/TOPOLOGY.md).
+  in_network,
+  base_latency
 };
 
 // One fitted quantity, SI units (seconds, bytes per second).
 struct FittedParam {
   ParamKind kind = ParamKind::latency;
-  int link_class = -1;  // latency/bandwidth only
+  int link_class = -1;  // latency, bandwidth, in_network only
   std::string name;     // e.g. "class 0 latency_us (g0->g1, 12 links)"
   double base = 0;
   double fitted = 0;
@@ -116,13 +129,15 @@ struct FittedParam {
   // one that ends on a bound it was not started on is suspect (at_bound).
   double lower = 0, upper = 0;
   bool at_bound = false;
+  int protocol = -1;  // base_latency only: protocol_index (LL, LL128, Simple)
 };
 
 // The physical range of each fitted quantity, SI units (docs/REPORTS.md,
 // "Calibration"): latency and overhead [0, 0.1 s]; link, reduction and copy
 // bandwidth [1 MB/s, 10 TB/s]; dram_factor [1, 1000] (DRAM is never faster
 // than the cache); host_cores [1, host_cores_limit]; dirty_factor [1, 100]
-// (data another core wrote is never cheaper to read than clean data).
+// (data another core wrote is never cheaper to read than clean data);
+// in_network as a bandwidth; base_latency as a latency.
 std::pair<double, double> param_range(ParamKind kind, int host_cores_limit);
 
 // Fits agree when what they determine differs by at most this (relative):
@@ -159,6 +174,10 @@ struct CalibrationResult {
   std::vector<FittedParam> params;
   std::vector<LinkProps> classes;  // fitted props of every link class
   EndpointProps endpoint;          // fitted, for every endpoint
+  // Fitted in-network rate of every link class (bytes per second; 0 = the
+  // class enters or leaves no in-network switch), and the protocols.
+  std::vector<double> in_network;
+  ProtocolProps protocols[3];
   std::vector<PointFit> points;
   std::size_t distinct_points = 0;  // distinct (collective, algorithm, bytes, dtype, op, root)
   std::size_t skipped_native = 0;   // "native" rows: no schedule to simulate

@@ -31,7 +31,19 @@ TrialTopology::TrialTopology(const Topology& base) : TopologyView(base) {
     classes[c] = base.link(id);
   }
   base_classes = classes;
+  in_network.assign(classes.size(), 0.0);
+  for (LinkId id = 0; id < base.num_links(); ++id) {
+    double rate = 0;
+    if (base.in_network_side(id, rate) != 0)
+      in_network[static_cast<std::size_t>(base.link_class(id))] = rate;
+  }
   trial_endpoint = base.num_ranks() > 0 ? base.endpoint(0) : EndpointProps{};
+}
+
+int TrialTopology::in_network_side(LinkId id, double& bandwidth) const {
+  const int side = base().in_network_side(id, bandwidth);
+  if (side != 0) bandwidth = in_network[static_cast<std::size_t>(base().link_class(id))];
+  return side;
 }
 
 EndpointProps TrialTopology::endpoint(int rank) const {
@@ -106,10 +118,28 @@ bool sends_written(const Schedule& s) {
   return false;
 }
 
-// Where a fitted parameter lives: its link class's latency or bandwidth, or
-// one of the endpoint's properties.
-double& param_slot(const FittedParam& p, std::vector<LinkProps>& classes, EndpointProps& e) {
+// Whether some op of the schedule multicasts or reduces through an
+// in-network switch where the route has one (fan_out / fan_in).
+bool in_network_ops(const Schedule& s) {
+  for (int r = 0; r < s.ranks(); ++r) {
+    Generator<Step> program = s.program(r);
+    while (program.next())
+      for (const Op& op : program.value().ops)
+        if (op.fan_out >= 2 || op.fan_in >= 2) return true;
+  }
+  return false;
+}
+
+// Where a fitted parameter lives: its link class's latency, bandwidth or
+// in-network rate, a protocol's base latency, or one of the endpoint's
+// properties.
+double& param_slot(const FittedParam& p, std::vector<LinkProps>& classes, EndpointProps& e,
+                   std::vector<double>& in_network, ProtocolProps (&protocols)[3]) {
   switch (p.kind) {
+    case ParamKind::in_network:
+      return in_network[static_cast<std::size_t>(p.link_class)];
+    case ParamKind::base_latency:
+      return protocols[p.protocol].base_latency;
     case ParamKind::latency:
       return classes[static_cast<std::size_t>(p.link_class)].latency;
     case ParamKind::bandwidth:
@@ -261,14 +291,26 @@ std::optional<std::string> fitted_algorithm(const ResultRow& row, const Calibrat
 
 PointSet collect_points(const std::vector<CalibrationInput>& inputs, const Topology& base,
                         const CalibrateOptions& options, RepeatSelection& selection) {
-  const int p = base.num_ranks();
-  const CostParams model = cost_params_of(base, p);
   PointSet set;
-  std::map<std::tuple<int, std::string, std::int64_t, int, int, int>, std::size_t> distinct;
-  std::optional<NcclContext> nccl_ctx;
+  set.networks.push_back(&base);
+  set.network_names.push_back("");
+  std::map<std::tuple<std::size_t, int, std::string, std::int64_t, int, int, int>, std::size_t>
+      distinct;
+  std::vector<std::optional<NcclContext>> nccl_ctx(1);
   for (const CalibrationInput& in : inputs) {
     const Report& r = in.report;
-    check_input(in, base);
+    // The run's network: the base, or its own (each once).
+    const Topology& net = in.network ? *in.network : base;
+    std::size_t network = static_cast<std::size_t>(
+        std::find(set.networks.begin(), set.networks.end(), &net) - set.networks.begin());
+    if (network == set.networks.size()) {
+      set.networks.push_back(&net);
+      set.network_names.push_back(in.shape.empty() ? net.name : in.shape);
+      nccl_ctx.emplace_back();
+    }
+    const int p = net.num_ranks();
+    const CostParams model = cost_params_of(net, p);
+    check_input(in, net);
     const std::optional<CostParams> run_model = segment_model_of(r, in.file);
     for (std::size_t i = 0; i < r.results.size(); ++i) {
       const ResultRow& row = r.results[i];
@@ -289,8 +331,8 @@ PointSet collect_points(const std::vector<CalibrationInput>& inputs, const Topol
       pt.result = &row;
       pt.algorithm = *algorithm;
       try {
-        pt.schedule = row_schedule(spec, row, r, dtype, base,
-                                   calibration_nccl_version(in, options, base), nccl_ctx);
+        pt.schedule = row_schedule(spec, row, r, dtype, net,
+                                   calibration_nccl_version(in, options, base), nccl_ctx[network]);
       } catch (const UsageError& e) {
         if (*algorithm != row.algorithm)
           throw UsageError("--match " + *algorithm + ": " + e.what() + " (for the '" +
@@ -299,9 +341,10 @@ PointSet collect_points(const std::vector<CalibrationInput>& inputs, const Topol
       }
       set.any_reduction = set.any_reduction || is_reduction(row.collective);
       set.any_copy = set.any_copy || has_local_copy(*pt.schedule);
+      pt.network = network;
       pt.same_as = distinct
-                       .emplace(std::make_tuple(static_cast<int>(row.collective), *algorithm,
-                                                row.bytes, static_cast<int>(dtype),
+                       .emplace(std::make_tuple(network, static_cast<int>(row.collective),
+                                                *algorithm, row.bytes, static_cast<int>(dtype),
                                                 static_cast<int>(row.op.value_or(r.op)), spec.root),
                                 set.points.size())
                        .first->second;
@@ -338,6 +381,11 @@ FitProblem::FitProblem(const std::vector<CalibrationInput>& inputs, const Topolo
     : trial_(base) {
   RepeatSelection selection(inputs, options.fastest_repeat, leave_out);
   points_ = collect_points(inputs, base, options, selection);
+  if (points_.networks.size() > 1 && trial_.trial_endpoint.cache_bytes > 0 && options.search_cache)
+    throw UsageError(
+        "calibrate: runs measured at other scales (FILE@NODESxGPUS) need a base without a cache "
+        "model (cache_mb): its cache-size search fits the base alone");
+  map_networks();
   list_params(base);
   const std::size_t n = params_.size();
   if (points_.distinct < n + 1)
@@ -352,12 +400,44 @@ FitProblem::FitProblem(const std::vector<CalibrationInput>& inputs, const Topolo
   jobs_ = options.jobs;
 }
 
+// Each network's classes, by their figures, among the base's: a network
+// at another scale has the base's kinds of link, so the fit is of the
+// base's classes; one with a link the base has not cannot be fitted here.
+void FitProblem::map_networks() {
+  const auto same = [](const LinkProps& a, const LinkProps& b) {
+    return a.bandwidth == b.bandwidth && a.latency == b.latency && a.line_rate == b.line_rate &&
+           std::equal(std::begin(a.protocol_latency), std::end(a.protocol_latency),
+                      std::begin(b.protocol_latency));
+  };
+  for (std::size_t n = 0; n < points_.networks.size(); ++n) {
+    const Topology& net = *points_.networks[n];
+    network_trials_.emplace_back(net);
+    std::vector<int> map(static_cast<std::size_t>(net.num_link_classes()), -1);
+    if (n == 0) {
+      for (std::size_t c = 0; c < map.size(); ++c) map[c] = static_cast<int>(c);
+    } else {
+      for (LinkId id = 0; id < net.num_links(); ++id) {
+        int& to = map[static_cast<std::size_t>(net.link_class(id))];
+        if (to >= 0) continue;
+        const LinkProps l = net.link(id);
+        for (std::size_t c = 0; c < trial_.base_classes.size() && to < 0; ++c)
+          if (same(l, trial_.base_classes[c])) to = static_cast<int>(c);
+        if (to < 0)
+          throw UsageError("calibrate: the runs at " + points_.network_names[n] + " cross " +
+                           net.link_name(id) +
+                           ", a kind of link the base does not have: fit on a base of the "
+                           "largest shape (every kind of link), then resize it");
+      }
+    }
+    base_class_of_.push_back(std::move(map));
+  }
+}
+
 // The classes transfers between ranks can cross (only those are fitted),
 // the endpoint's figures the points can tell, and the kinds of route
-// between ranks, by the classes they cross (with repeats): what a message
-// pays in latency.
+// between ranks of every network, by the base's classes they cross (with
+// repeats): what a message pays in latency.
 void FitProblem::list_params(const Topology& base) {
-  const int p = base.num_ranks();
   std::vector<std::int64_t> class_links(trial_.classes.size(), 0);
   std::vector<std::string> class_example(class_links.size());
   for (LinkId id = 0; id < base.num_links(); ++id) {
@@ -366,19 +446,25 @@ void FitProblem::list_params(const Topology& base) {
   }
   std::vector<bool> class_used(class_links.size(), false);
   std::vector<LinkId> route;
-  std::map<std::vector<int>, std::pair<int, int>> route_kinds;  // first pair of each
-  for (int s = 0; s < p; ++s)
-    for (int d = 0; d < p; ++d) {
-      if (s == d) continue;
-      base.route(s, d, route);
-      std::vector<int> classes;
-      for (LinkId id : route) {
-        class_used[static_cast<std::size_t>(base.link_class(id))] = true;
-        classes.push_back(base.link_class(id));
+  // The first pair of each kind, with its network.
+  std::map<std::vector<int>, std::tuple<std::size_t, int, int>> route_kinds;
+  for (std::size_t n = 0; n < points_.networks.size(); ++n) {
+    const Topology& net = *points_.networks[n];
+    const int p = net.num_ranks();
+    for (int s = 0; s < p; ++s)
+      for (int d = 0; d < p; ++d) {
+        if (s == d) continue;
+        net.route(s, d, route);
+        std::vector<int> classes;
+        for (LinkId id : route) {
+          const int c = base_class_of_[n][static_cast<std::size_t>(net.link_class(id))];
+          class_used[static_cast<std::size_t>(c)] = true;
+          classes.push_back(c);
+        }
+        std::sort(classes.begin(), classes.end());
+        route_kinds.emplace(std::move(classes), std::make_tuple(n, s, d));
       }
-      std::sort(classes.begin(), classes.end());
-      route_kinds.emplace(std::move(classes), std::make_pair(s, d));
-    }
+  }
 
   const EndpointProps& e = trial_.trial_endpoint;
   std::vector<std::size_t> latency_of(class_links.size(), 0);
@@ -394,8 +480,46 @@ void FitProblem::list_params(const Topology& base) {
                        "class " + std::to_string(c) + " bandwidth_gbps" + where,
                        trial_.classes[c].bandwidth, 0, true});
   }
+  // An in-network switch's rate, per class of link into or out of one,
+  // where some schedule multicasts or reduces in the network.
+  const bool in_switch =
+      std::any_of(points_.points.begin(), points_.points.end(),
+                  [](const Point& pt) { return pt.schedule && in_network_ops(*pt.schedule); });
+  for (std::size_t c = 0; in_switch && c < class_used.size(); ++c) {
+    if (!class_used[c] || !(trial_.in_network[c] > 0)) continue;
+    FittedParam fp{ParamKind::in_network,
+                   static_cast<int>(c),
+                   "class " + std::to_string(c) + " in_network_gbps (" + class_example[c] + ", " +
+                       std::to_string(class_links[c]) + " links)",
+                   trial_.in_network[c],
+                   0,
+                   true};
+    params_.push_back(fp);
+  }
   const std::size_t overhead = params_.size();
   params_.push_back({ParamKind::overhead, -1, "endpoint overhead_us", e.overhead, 0, true});
+  // A protocol's base latency, where the base describes the protocol and
+  // some schedule runs under it.
+  for (Protocol pr : kAllProtocols) {
+    const int i = protocol_index(pr);
+    const bool runs =
+        std::any_of(points_.points.begin(), points_.points.end(), [&](const Point& pt) {
+          if (!pt.schedule) return false;
+          const Protocol used = pt.schedule->spec().protocol != Protocol::none
+                                    ? pt.schedule->spec().protocol
+                                    : points_.networks[pt.network]->default_protocol;
+          return used == pr;
+        });
+    if (!runs || !trial_.protocols[i].set) continue;
+    FittedParam fp{ParamKind::base_latency,
+                   -1,
+                   "protocol " + std::string(to_string(pr)) + " base_latency_us",
+                   trial_.protocols[i].base_latency,
+                   0,
+                   true};
+    fp.protocol = i;
+    params_.push_back(fp);
+  }
   if (points_.any_reduction)
     params_.push_back({ParamKind::reduce_bw, -1, "endpoint reduce_gbps", e.reduce_bw, 0, true});
   // The cache model's factor, when the base has one and some row is past
@@ -421,11 +545,13 @@ void FitProblem::list_params(const Topology& base) {
   if (points_.any_copy && e.copy_bw > 0)
     params_.push_back({ParamKind::copy_bw, -1, "endpoint copy_gbps", e.copy_bw, 0, true});
 
-  for (const auto& [classes, pair] : route_kinds) {
+  for (const auto& [classes, where] : route_kinds) {
+    const auto [network, src, dst] = where;
     Quantity q;
     q.members.push_back(overhead);
-    q.name = "message latency rank " + std::to_string(pair.first) + " -> " +
-             std::to_string(pair.second) + ": endpoint overhead_us";
+    q.name = "message latency rank " + std::to_string(src) + " -> " + std::to_string(dst) +
+             (network > 0 ? " (" + points_.network_names[network] + ")" : "") +
+             ": endpoint overhead_us";
     for (int c : classes) {
       q.members.push_back(latency_of[static_cast<std::size_t>(c)]);
       q.name += " + class " + std::to_string(c) + " latency_us";
@@ -468,12 +594,31 @@ void FitProblem::set_ranges(const std::vector<CalibrationInput>& inputs,
 TrialTopology FitProblem::trial_at(const LmVector& theta) const {
   TrialTopology trial = trial_;
   for (std::size_t k = 0; k < params_.size(); ++k)
-    param_slot(params_[k], trial.classes, trial.trial_endpoint) = std::exp(theta[k]);
+    param_slot(params_[k], trial.classes, trial.trial_endpoint, trial.in_network, trial.protocols) =
+        std::exp(theta[k]);
   return trial;
 }
 
+std::vector<TrialTopology> FitProblem::trials_at(const LmVector& theta) const {
+  const TrialTopology base = trial_at(theta);
+  std::vector<TrialTopology> trials = network_trials_;
+  for (std::size_t n = 0; n < trials.size(); ++n) {
+    TrialTopology& t = trials[n];
+    for (std::size_t c = 0; c < t.classes.size(); ++c) {
+      const int b = base_class_of_[n][c];
+      if (b < 0) continue;  // a class no link of the network has
+      t.classes[c] = base.classes[static_cast<std::size_t>(b)];
+      t.base_classes[c] = base.base_classes[static_cast<std::size_t>(b)];
+      if (t.in_network[c] > 0) t.in_network[c] = base.in_network[static_cast<std::size_t>(b)];
+    }
+    t.trial_endpoint = base.trial_endpoint;
+    for (int i = 0; i < 3; ++i) t.protocols[i].base_latency = base.protocols[i].base_latency;
+  }
+  return trials;
+}
+
 LmVector FitProblem::raw_residuals(const LmVector& theta, const std::vector<char>* subset) const {
-  const TrialTopology trial = trial_at(theta);
+  const std::vector<TrialTopology> trials = trials_at(theta);
   const std::vector<Point>& points = points_.points;
   // The distinct points these residuals need, each simulated once.
   std::vector<std::size_t> firsts;
@@ -487,7 +632,7 @@ LmVector FitProblem::raw_residuals(const LmVector& theta, const std::vector<char
   LmVector us(points.size(), 0.0);
   parallel_for(firsts.size(), jobs_, [&](std::size_t j) {
     const std::size_t first = firsts[j];
-    us[first] = simulate(*points[first].schedule, trial, sim_).time * 1e6;
+    us[first] = simulate(*points[first].schedule, trials[points[first].network], sim_).time * 1e6;
   });
   LmVector r(points.size(), 0.0);
   for (std::size_t i = 0; i < points.size(); ++i)
@@ -617,6 +762,8 @@ void FitProblem::finish(const LmVector& theta, const std::vector<bool>& mattered
   }
   result.classes = fitted.classes;
   result.endpoint = fitted.trial_endpoint;
+  result.in_network = fitted.in_network;
+  for (int i = 0; i < 3; ++i) result.protocols[i] = fitted.protocols[i];
   // Below 10 ps a latency or overhead is zero within any measurement; writing
   // 0 keeps a base's 0 (the log-space start) from turning into noise digits.
   for (FittedParam& fp : params)
@@ -626,7 +773,9 @@ void FitProblem::finish(const LmVector& theta, const std::vector<bool>& mattered
   if (result.endpoint.overhead < 1e-11) result.endpoint.overhead = 0;
   // Parameters no point depended on go back to the base value exactly.
   for (const FittedParam& fp : params)
-    if (!fp.constrained) param_slot(fp, result.classes, result.endpoint) = fp.base;
+    if (!fp.constrained)
+      param_slot(fp, result.classes, result.endpoint, result.in_network, result.protocols) =
+          fp.base;
 
   std::vector<double> abs_err;
   const std::vector<Point>& points = points_.points;

@@ -34,9 +34,15 @@ class TrialTopology : public TopologyView {
   // of a host share its cores).
   EndpointProps endpoint(int rank) const override;
   LinkProps link(LinkId id) const override;
+  // The base's side of an in-network switch, at the class's trial rate.
+  int in_network_side(LinkId id, double& bandwidth) const override;
 
   std::vector<LinkProps> classes;       // trial values, by class
   std::vector<LinkProps> base_classes;  // the base's
+  // The in-network rate of links of each class that enter or leave such a
+  // switch (bytes per second; 0 = none): trial values. The protocols'
+  // trial figures are the view's own `protocols` (TopologyMetadata).
+  std::vector<double> in_network;
   EndpointProps trial_endpoint;
 };
 
@@ -56,11 +62,17 @@ struct Point {
   // root: repeats (the in-place and out-of-place columns, several logs of
   // one sweep) are simulated once per evaluation.
   std::size_t same_as = 0;
+  // Which network the run measured (PointSet::networks; 0 = the base).
+  std::size_t network = 0;
 };
 
 // The points of the inputs and what was left out, and why.
 struct PointSet {
   std::vector<Point> points;
+  // The networks the points were measured on: the base first, then each
+  // input's own (CalibrationInput::network) once, with its name.
+  std::vector<const Topology*> networks;
+  std::vector<std::string> network_names;
   std::size_t distinct = 0;
   std::size_t skipped_native = 0;
   std::size_t skipped_small = 0;
@@ -109,8 +121,11 @@ class FitProblem {
   // The solver's view: residuals over `subset`, inside the ranges. Valid
   // while this problem lives.
   LmProblem solver_problem(const std::vector<char>* subset = nullptr) const;
-  // The trial network at `theta`.
+  // The trial network at `theta` (the base's).
   TrialTopology trial_at(const LmVector& theta) const;
+  // Every network's trial at `theta`, in PointSet::networks' order: each
+  // class takes the fitted values of the base's class of the same figures.
+  std::vector<TrialTopology> trials_at(const LmVector& theta) const;
 
   // `count` starts spread over each parameter's plausible range (a Halton
   // sequence, the same every run): bandwidths, latencies and overheads
@@ -141,8 +156,14 @@ class FitProblem {
  private:
   void list_params(const Topology& base);
   void set_ranges(const std::vector<CalibrationInput>& inputs, const CalibrateOptions& options);
+  void map_networks();
+
   PointSet points_;
   TrialTopology trial_;  // at the base's figures
+  // For each network of points_.networks: its trial at the base's figures,
+  // and the base's class of each of its classes.
+  std::vector<TrialTopology> network_trials_;
+  std::vector<std::vector<int>> base_class_of_;
   std::vector<FittedParam> params_;
   std::vector<Quantity> route_latencies_;
   LmVector theta_start_, lower_, upper_;

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/json.h"
+#include "core/protocol.h"
 
 namespace collkit {
 
@@ -18,10 +19,15 @@ std::string fmt(const char* format, double v) {
   return buf;
 }
 
-bool is_time(ParamKind kind) { return kind == ParamKind::latency || kind == ParamKind::overhead; }
+bool is_route_time(ParamKind kind) {
+  return kind == ParamKind::latency || kind == ParamKind::overhead;
+}
+
+bool is_time(ParamKind kind) { return is_route_time(kind) || kind == ParamKind::base_latency; }
 
 bool is_rate(ParamKind kind) {
-  return kind == ParamKind::bandwidth || kind == ParamKind::reduce_bw || kind == ParamKind::copy_bw;
+  return kind == ParamKind::bandwidth || kind == ParamKind::reduce_bw ||
+         kind == ParamKind::copy_bw || kind == ParamKind::in_network;
 }
 
 bool unitless(ParamKind kind) {
@@ -70,6 +76,47 @@ void replace_link_keys(Json& obj, const char* bw_key, const char* lat_key, doubl
   }
 }
 
+// The fitted in-network rates (NVLS, SHARP) and protocol base latencies in
+// the base's form: each object's `in_network` takes the fitted rate of the
+// class whose links had its rate, each described protocol its fitted
+// `base_latency_us`.
+void write_switches_and_protocols(Json& j, const Topology& base, const CalibrationResult& result) {
+  std::vector<double> base_in(static_cast<std::size_t>(base.num_link_classes()), 0.0);
+  for (LinkId id = 0; id < base.num_links(); ++id) {
+    double rate = 0;
+    if (base.in_network_side(id, rate) != 0)
+      base_in[static_cast<std::size_t>(base.link_class(id))] = rate;
+  }
+  const auto rewrite = [&](Json& obj) {
+    if (!obj.is_object() || !obj.contains("in_network") || !obj["in_network"].is_object()) return;
+    Json& in = obj["in_network"];
+    if (!in.contains("bandwidth_gbps") || !in["bandwidth_gbps"].is_number()) return;
+    const double b = in["bandwidth_gbps"].get<double>() * 1e9;
+    for (std::size_t c = 0; c < base_in.size() && c < result.in_network.size(); ++c)
+      if (base_in[c] > 0 && close(base_in[c], b) && result.in_network[c] > 0) {
+        in["bandwidth_gbps"] = result.in_network[c] / 1e9;
+        return;
+      }
+  };
+  if (j.contains("generator") && j["generator"].is_object()) {
+    Json& g = j["generator"];
+    rewrite(g);
+    for (const char* part : {"intra", "inter"})
+      if (g.contains(part)) rewrite(g[part]);
+  }
+  for (const char* list : {"dims", "nodes"})
+    if (j.contains(list) && j[list].is_array())
+      for (Json& e : j[list]) rewrite(e);
+  if (j.contains("protocols") && j["protocols"].is_object())
+    for (Protocol pr : kAllProtocols) {
+      const int i = protocol_index(pr);
+      const std::string name(to_string(pr));
+      Json& ps = j["protocols"];
+      if (result.protocols[i].set && ps.contains(name) && ps[name].is_object())
+        ps[name]["base_latency_us"] = result.protocols[i].base_latency * 1e6;
+    }
+}
+
 // The fitted file must give exactly the fitted network: the same class per
 // link, the fitted endpoint on every rank, and the base's routes. Throws
 // FileError naming `base_file` otherwise.
@@ -95,6 +142,18 @@ void check_expresses_fit(const std::string& text, const std::string& base_file,
            close(e.dirty_factor, result.endpoint.dirty_factor) &&
            close(e.host_cores, result.endpoint.host_cores);
   }
+  for (LinkId id = 0; same && id < base.num_links(); ++id) {
+    double want = 0, got = 0;
+    const int side = base.in_network_side(id, want);
+    if (side == 0) continue;
+    const auto c = static_cast<std::size_t>(base.link_class(id));
+    if (c < result.in_network.size() && result.in_network[c] > 0) want = result.in_network[c];
+    same = check->in_network_side(id, got) == side && close(want, got);
+  }
+  for (int i = 0; same && i < 3; ++i)
+    if (result.protocols[i].set)
+      same = std::abs(check->protocols[i].base_latency - result.protocols[i].base_latency) <=
+             1e-9 * std::max(result.protocols[i].base_latency, 1e-12);
   if (!same)
     throw FileError(base_file +
                     ": the base's form cannot express the fitted values (one key of the file "
@@ -160,6 +219,7 @@ std::string fitted_topology_text(const std::string& base_text, const std::string
   if (j.contains("dims") && j["dims"].is_array())
     for (Json& d : j["dims"])
       replace_link_keys(d, "bandwidth_gbps", "latency_us", 0, base_classes, fitted);
+  write_switches_and_protocols(j, base, result);
   if (j.contains("links") && j["links"].is_array())
     for (Json& l : j["links"])
       replace_link_keys(l, "bandwidth_gbps", "latency_us", 0, base_classes, fitted);

@@ -13,12 +13,15 @@ namespace collkit {
 // printf of one number.
 std::string fmt(const char* format, double v);
 
-// Latencies and the overhead are times; link, reduction and copy
-// bandwidths rates; the cache and written-data factors and core counts are
+// Latencies, the overhead and base latencies are times; link, reduction,
+// copy and in-network bandwidths rates; the cache and written-data factors and core counts are
 // printed as they are (unitless).
 bool is_time(ParamKind kind);
 bool is_rate(ParamKind kind);
 bool unitless(ParamKind kind);
+// The times a message pays on its route (link latencies, the endpoint's
+// overhead): what a fit determines is their sum per kind of route.
+bool is_route_time(ParamKind kind);
 
 // SI value x display_scale = the printed unit: us for times, GB/s for
 // rates, 1 for the unitless.

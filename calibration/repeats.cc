@@ -95,12 +95,12 @@ std::vector<Quantity> determined_quantities(const std::vector<FittedParam>& para
   for (std::size_t root = 0; root < params.size(); ++root) {
     Quantity q;
     for (std::size_t k = 0; k < params.size(); ++k)
-      if (group[k] == root && !unused[k] && !is_time(params[k].kind)) q.members.push_back(k);
+      if (group[k] == root && !unused[k] && !is_route_time(params[k].kind)) q.members.push_back(k);
     if (q.members.empty()) continue;
     // A group that also holds a time mixes times with rates or factors.
     bool mixed = false;
     for (std::size_t k = 0; k < params.size(); ++k)
-      mixed = mixed || (group[k] == root && !unused[k] && is_time(params[k].kind));
+      mixed = mixed || (group[k] == root && !unused[k] && is_route_time(params[k].kind));
     if (mixed) continue;
     if (q.members.size() == 1) {
       q.name = params[q.members.front()].name;

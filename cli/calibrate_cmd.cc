@@ -1,8 +1,11 @@
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -19,6 +22,7 @@
 #include "reports/report_extra.h"
 #include "sim/engine.h"
 #include "sim/nccl.h"
+#include "topologies/reshape.h"
 #include "topologies/sha256.h"
 #include "topologies/topology.h"
 
@@ -83,6 +87,24 @@ std::string read_bytes(const std::string& path, const char* what) {
 
 std::string short_hash(const std::string& sha) { return sha.substr(0, 16); }
 
+// A measured argument: FILE, or FILE@NODESxGPUS for a run of the base
+// cluster at another scale (topologies/reshape.h).
+struct MeasuredArg {
+  std::string path;
+  std::optional<ClusterShape> shape;
+  std::string shape_text;
+};
+
+MeasuredArg split_measured(const std::string& arg) {
+  const std::size_t at = arg.rfind('@');
+  if (at == std::string::npos || at + 1 >= arg.size() ||
+      !std::isdigit(static_cast<unsigned char>(arg[at + 1])) ||
+      arg.find('x', at) == std::string::npos || std::filesystem::exists(arg))
+    return {arg, std::nullopt, ""};
+  const std::string tail = arg.substr(at + 1);
+  return {arg.substr(0, at), parse_cluster_shape(tail, "measured " + arg), tail};
+}
+
 void run_calibrate(const CalibrateArgs& a) {
   if (!a.renamed_model.empty()) throw UsageError(renamed_model_message(a.renamed_model));
   CalibrateOptions options;
@@ -109,7 +131,11 @@ void run_calibrate(const CalibrateArgs& a) {
     throw UsageError("--topology " + a.topology +
                      ": the fitted file is written in the base's JSON form; give a JSON topology");
   std::vector<PathArg> input_paths = {{"--topology", a.topology}};
-  for (const std::string& path : a.measured) input_paths.push_back({"measured", path});
+  std::vector<MeasuredArg> measured;
+  for (const std::string& arg : a.measured) {
+    measured.push_back(split_measured(arg));
+    input_paths.push_back({"measured", measured.back().path});
+  }
   prepare_outputs({{"-o", a.output}}, input_paths);
 
   const std::string base_text = read_bytes(a.topology, "topology file");
@@ -118,15 +144,26 @@ void run_calibrate(const CalibrateArgs& a) {
 
   // Every run of every file is fitted (an nccl-tests log may hold several).
   std::vector<CalibrationInput> inputs;
-  for (const std::string& path : a.measured) {
-    const std::string bytes = read_bytes(path, "report");
+  for (const MeasuredArg& m : measured) {
+    // FILE@NODESxGPUS: the run measured the base at that scale; its logs
+    // hold that many ranks.
+    std::shared_ptr<const Topology> network;
+    ReadOptions run_read = read;
+    if (m.shape) {
+      network = parse_topology(reshape_topology_text(base_text, a.topology, *m.shape),
+                               a.topology + "@" + m.shape_text);
+      run_read.ranks = network->num_ranks();
+    }
+    const std::string bytes = read_bytes(m.path, "report");
     const std::string sha = sha256_hex(bytes);
-    for (InputRun& run : parse_runs(bytes, path, read)) {
+    for (InputRun& run : parse_runs(bytes, m.path, run_read)) {
       CalibrationInput in;
       in.file = run.name;
       in.sha256 = sha;
       in.report = std::move(run.report);
       in.row_names = std::move(run.row_origins);
+      in.network = network;
+      in.shape = m.shape_text;
       inputs.push_back(std::move(in));
     }
   }
@@ -197,7 +234,9 @@ void add_calibrate_command(CLI::App& app) {
       "to measured reports by least squares on simulated times (docs/REPORTS.md)");
   auto a = std::make_shared<CalibrateArgs>();
   cmd->add_option("measured", a->measured,
-                  "Measured reports: collkit bench --json, nccl-tests logs (every run) or -J files")
+                  "Measured reports: collkit bench --json, nccl-tests logs (every run) or -J "
+                  "files; FILE@NODESxGPUS: a run of the base cluster at that scale (e.g. "
+                  "run.log@10x2), fitted on the base resized")
       ->required();
   cmd->add_option("--topology", a->topology, "Base topology file (JSON); its form is kept")
       ->required();

@@ -2,8 +2,10 @@
 // file, the field as a path like links[3].bandwidth_gbps, and the value) and
 // builds the implicit or graph topology the file describes.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -14,6 +16,7 @@
 #include "core/protocol.h"
 #include "topologies/astra.h"
 #include "topologies/builders.h"
+#include "topologies/reshape.h"
 #include "topologies/sha256.h"
 #include "topologies/topology.h"
 
@@ -862,6 +865,16 @@ std::unique_ptr<Topology> load_topology(const std::string& spec, int ranks) {
     t->description = desc;
     t->sha256 = sha256_hex(text);
     return finish(std::move(t), spec, ranks);
+  }
+  // FILE@NODESxGPUS: the cluster file at another scale (reshape.h), unless
+  // a file of that very name exists.
+  const std::size_t at = spec.rfind('@');
+  if (at != std::string::npos && at > 0 && at + 1 < spec.size() &&
+      std::isdigit(static_cast<unsigned char>(spec[at + 1])) &&
+      spec.find('x', at) != std::string::npos && !std::filesystem::exists(spec)) {
+    const std::string path = spec.substr(0, at);
+    const ClusterShape shape = parse_cluster_shape(spec.substr(at + 1), "topology " + spec);
+    return parse_topology(reshape_topology_text(read_file(path, path), path, shape), spec, ranks);
   }
   std::string text = read_file(spec, spec);
   return parse_topology(text, spec, ranks);

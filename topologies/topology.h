@@ -199,7 +199,9 @@ class Topology : public TopologyMetadata {
 };
 
 // Loads a topology file. `spec` is a path to a JSON topology file, or
-// "astra:FILE.yml" for an ASTRA-sim analytical network YAML. `ranks` (0 = all
+// "astra:FILE.yml" for an ASTRA-sim analytical network YAML, or
+// "FILE.json@NODESxGPUS" for a cluster file at another scale (reshape.h;
+// docs/TOPOLOGY.md, "Other scales"). `ranks` (0 = all
 // endpoints) places that many ranks on the first endpoints; asking for more
 // ranks than endpoints is an error. Throws FileError naming the file and field.
 std::unique_ptr<Topology> load_topology(const std::string& spec, int ranks = 0);

@@ -1,0 +1,71 @@
+// One public nccl-tests table against the simulator: its run read as
+// nccl-tests printed it, simulated on a topology at the table's sizes with
+// the run's NCCL version (its log's, else collkit's default), type and
+// launch mode, and compared row by row per size band (< 1 MiB, 1-64 MiB,
+// >= 64 MiB), as `collkit compare --match` does. Shared by the accuracy
+// tests.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/collective.h"
+#include "core/dtypes.h"
+#include "core/nccl_version.h"
+#include "reports/compare.h"
+#include "reports/inputs.h"
+#include "reports/report_extra.h"
+#include "reports/sweep_report.h"
+#include "sim/engine.h"
+#include "sim/sweep.h"
+#include "topologies/topology.h"
+
+namespace collkit::testing {
+
+inline const std::string kNcclTestsData =
+    std::string(COLLKIT_SOURCE_DIR) + "/tests/data/nccl-tests/";
+
+struct TableRun {
+  std::string file;  // in tests/data/nccl-tests/
+  Collective collective = Collective::all_reduce;
+  int ranks = 0;
+  std::string algorithm = "nccl";
+  DataType dtype = DataType::float32;
+  int launch_devices = 1;  // 8 for nccl-tests -g 8
+};
+
+struct TableBands {
+  CompareResult compare;
+  std::string version;  // "2.29.2", or "2.26.2 (default)"
+};
+
+inline TableBands table_bands(const TableRun& t, const Topology& topology) {
+  ReadOptions read;
+  read.collective = t.collective;
+  read.ranks = t.ranks;
+  const Report measured = combine_runs(read_runs(kNcclTestsData + t.file, read));
+  SweepSpec sweep;
+  sweep.collective = t.collective;
+  sweep.algorithms = {t.algorithm};
+  sweep.dtype = t.dtype;
+  const std::optional<NcclVersion> logged = extra_nccl_version(measured);
+  if (logged && nccl_version_supported(*logged)) sweep.nccl_version = logged;
+  TableBands out;
+  out.version = to_string(sweep.nccl_version.value_or(kDefaultNcclVersion)) +
+                (sweep.nccl_version ? "" : " (default)");
+  for (const ResultRow& row : measured.results)
+    if (row.bytes > 0 && (sweep.sizes.empty() || sweep.sizes.back() != row.bytes))
+      sweep.sizes.push_back(row.bytes);
+  sweep.ranks = topology.num_ranks();
+  sweep.model = cost_params_of(topology, sweep.ranks);
+  SimOptions sim;
+  sim.launch_devices = t.launch_devices;
+  const Report predicted = simulate_report(sweep, topology, sim);
+  CompareOptions options;
+  options.match = t.algorithm;
+  options.bands = true;
+  out.compare = compare_reports(predicted, measured, options, "sim", "nccl-tests");
+  return out;
+}
+
+}  // namespace collkit::testing
