@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/outputs.h"
 #include "core/atomic_file.h"
 #include "core/dtypes.h"
 #include "core/error.h"
@@ -92,6 +93,12 @@ void run_tuner(const TunerArgs& a) {
                     ", does not exist");
   const std::string model_path = (dir / "collkit-tuner.model").string();
   const std::string config_path = (dir / "nccl_tuner.conf").string();
+  // The two files are outputs like any other: never one of the inputs (a
+  // topology kept next to the files it produced), never read-only. A
+  // directory yet to be created holds neither.
+  if (fs::is_directory(dir, ec))
+    prepare_outputs({{"-o", model_path}, {"-o", config_path}},
+                    {{"--topology", topology_file(a.topology)}});
 
   // Every topology is loaded (and every rank count checked) before the
   // first simulation.
