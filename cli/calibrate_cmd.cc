@@ -1,7 +1,5 @@
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -10,6 +8,7 @@
 #include "cli/outputs.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/input_file.h"
 #include "core/sizes.h"
 #include "reports/inputs.h"
 #include "reports/report.h"
@@ -39,11 +38,7 @@ struct CalibrateArgs {
 };
 
 std::string read_bytes(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(path + ": cannot open the " + what);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return read_input_file(path, what);
 }
 
 std::string short_hash(const std::string& sha) { return sha.substr(0, 16); }
@@ -75,6 +70,7 @@ void run_calibrate(const CalibrateArgs& a) {
   const std::string base_text = read_bytes(a.topology, "topology file");
   const std::unique_ptr<Topology> base = parse_topology(base_text, a.topology, a.ranks);
   const std::string base_sha = sha256_hex(base_text);
+  check_ranks_fit(base->num_ranks(), "--topology " + a.topology);
 
   // Every run of every file is fitted (an nccl-tests log may hold several).
   std::vector<CalibrationInput> inputs;

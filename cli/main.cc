@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,12 @@ int main(int argc, char** argv) {
   } catch (const collkit::Error& e) {
     std::fprintf(stderr, "collkit: error: %s\n", e.what());
     return e.exit_code();
+  } catch (const std::bad_alloc&) {
+    // Never a bare "std::bad_alloc": say what ran out, and what to change.
+    std::fprintf(stderr,
+                 "collkit: error: out of memory: the run needs more memory than this machine "
+                 "gives it (fewer ranks, sizes or algorithms need less)\n");
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "collkit: error: %s\n", e.what());
     return 1;

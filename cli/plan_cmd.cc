@@ -94,6 +94,7 @@ void run_plan(const PlanArgs& a) {
   const Model model = load_model(a.model);
   const std::unique_ptr<Topology> topology = load_topology(a.topology, static_cast<int>(ranks));
   opts.ranks = topology->num_ranks();
+  check_ranks_fit(opts.ranks, "--topology " + a.topology);
   opts.nccl =
       a.collectives == "nccl" || (a.collectives == "auto" && gpu_topology(*topology, opts.ranks));
 

@@ -325,7 +325,8 @@ void check_outputs(const std::vector<PathArg>& outputs, const std::vector<PathAr
             (id.standard_output ? " both name standard output" : " name the same file") +
             ": give each output its own path");
     for (const PathArg& in : inputs) {
-      if (in.path.empty()) continue;
+      // An input "-" is standard input, never an output's file.
+      if (in.path.empty() || in.path == "-") continue;
       if (same_file(id, identify(in.path)) && (id.exists || id.standard_output))
         throw UsageError(out.flag + " " + out.path + " is the same file as " + in.flag + " " +
                          in.path + ": refusing to overwrite an input");

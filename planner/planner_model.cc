@@ -1,12 +1,11 @@
 #include "planner/planner_model.h"
 
-#include <fstream>
 #include <initializer_list>
 #include <limits>
 #include <set>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/input_file.h"
 
 namespace collkit {
 namespace {
@@ -395,11 +394,7 @@ Model parse_model(const std::string& text, const std::string& file) {
 }
 
 Model load_model(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(path + ": cannot open model file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_model(text.str(), path);
+  return parse_model(read_input_file(path, "model file"), path);
 }
 
 }  // namespace collkit

@@ -1,12 +1,11 @@
 #include "reports/inputs.h"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <tuple>
 
 #include "core/error.h"
+#include "core/input_file.h"
 #include "reports/compare.h"
 
 namespace collkit {
@@ -76,11 +75,7 @@ std::vector<InputRun> parse_runs(const std::string& text, const std::string& fil
 }
 
 std::vector<InputRun> read_runs(const std::string& path, const ReadOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(path + ": cannot open for reading");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_runs(text.str(), path, options);
+  return parse_runs(read_input_file(path, "report"), path, options);
 }
 
 Report combine_runs(const std::vector<InputRun>& runs) {

@@ -4,14 +4,13 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <stdexcept>
 #include <tuple>
 #include <utility>
 
 #include "core/error.h"
+#include "core/input_file.h"
 
 namespace collkit {
 namespace {
@@ -365,11 +364,7 @@ Report parse_report(const std::string& text, const std::string& file) {
 }
 
 Report read_report(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(path + ": cannot open for reading");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_report(text.str(), path);
+  return parse_report(read_input_file(path, "report"), path);
 }
 
 std::string redop_column(Collective c, RedOp op) {

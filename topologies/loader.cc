@@ -3,13 +3,12 @@
 // builds the implicit or graph topology the file describes.
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/input_file.h"
 #include "core/protocol.h"
 #include "topologies/astra.h"
 #include "topologies/builders.h"
@@ -734,14 +733,7 @@ std::unique_ptr<Topology> finish(std::unique_ptr<Topology> t, const std::string&
   return t;
 }
 
-std::string read_file(const std::string& path, const std::string& spec) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(spec + ": cannot open the topology file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw FileError(spec + ": cannot read the topology file");
-  return ss.str();
-}
+std::string read_file(const std::string& path) { return read_input_file(path, "topology file"); }
 
 }  // namespace
 
@@ -805,7 +797,7 @@ std::unique_ptr<Topology> load_topology(const std::string& spec, int ranks) {
   static const std::string kAstra = "astra:";
   if (spec.rfind(kAstra, 0) == 0) {
     std::string path = spec.substr(kAstra.size());
-    std::string text = read_file(path, spec);
+    std::string text = read_file(path);
     std::vector<Dim> dims = parse_astra_dims(text, spec);
     std::string desc;
     for (const Dim& d : dims) {
@@ -819,7 +811,7 @@ std::unique_ptr<Topology> load_topology(const std::string& spec, int ranks) {
     t->sha256 = sha256_hex(text);
     return finish(std::move(t), spec, ranks);
   }
-  std::string text = read_file(spec, spec);
+  std::string text = read_file(spec);
   return parse_topology(text, spec, ranks);
 }
 

@@ -55,5 +55,67 @@ TEST_F(NewUserIo, TunerRefusesToOverwriteItsTopology) {
   }
 }
 
+// Item 3: inputs that never end or are huge end in one line, not
+// std::bad_alloc or the OOM killer; so does a rank count no machine holds.
+TEST_F(NewUserIo, EndlessOrHugeInputsAreRefusedWithALimit) {
+  expect_error(run("report /dev/zero -o " + p("x.html")),
+               "/dev/zero: more than 256 MiB and not at its end; collkit reads a report whole");
+  EXPECT_FALSE(fs::exists(dir_ / "x.html"));
+  std::ofstream(dir_ / "big.json") << "";
+  fs::resize_file(dir_ / "big.json", std::uint64_t{20} << 30);
+  expect_error(run("simulate --topology " + p("big.json") + " --collective all_reduce"),
+               "big.json: 21474836480 bytes; collkit reads a topology file whole, at most 256 MiB");
+  expect_error(run("simulate --topology /tmp --collective all_reduce"),
+               "/tmp: is a directory, not a topology file");
+  expect_error(run("simulate --topology " + p("none.json") + " --collective all_reduce"),
+               "none.json: cannot open the topology file: No such file or directory");
+}
+
+TEST_F(NewUserIo, RankCountsBeyondTheMachineAreRefusedAtOnce) {
+  // 2^30 ranks: 2 TiB at 2 KiB a rank. Today's code ran until killed; the
+  // timeout turns that into a failure here instead of a hang.
+  std::ofstream(dir_ / "huge.json")
+      << R"({"dims": [{"kind": "switch", "size": 1073741824, "bandwidth_gbps": 100,
+                       "latency_us": 1}]})";
+  for (const std::string& cmd :
+       {"simulate --collective all_reduce --topology " + p("huge.json"),
+        "tuner -o " + p("out") + " --topology " + p("huge.json"),
+        "plan --model " + std::string(COLLKIT_SOURCE_DIR) +
+            "/models/gpt2-124m.json --batch 8 --topology " + p("huge.json")}) {
+    const RunResult r =
+        run("--version >/dev/null && timeout 60 '" + std::string(COLLKIT_BINARY) + "' " + cmd);
+    expect_error(r, "huge.json: 1073741824 ranks: simulating them needs 2048 GiB or more");
+    EXPECT_NE(r.err.find("more than this machine's"), std::string::npos) << r.err;
+  }
+}
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define COLLKIT_TEST_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define COLLKIT_TEST_ASAN 1
+#endif
+
+TEST_F(NewUserIo, OutOfMemorySaysSoInOneLine) {
+#ifdef COLLKIT_TEST_ASAN
+  GTEST_SKIP() << "ulimit -v and AddressSanitizer's shadow memory do not mix";
+#else
+  // 2^18 ranks need about 470 MB; 300 MB of address space runs out.
+  std::ofstream(dir_ / "sw.json")
+      << R"({"dims": [{"kind": "switch", "size": 262144, "bandwidth_gbps": 100,
+                       "latency_us": 1}]})";
+  const RunResult r = run("--version >/dev/null && ulimit -v 300000 && '" +
+                          std::string(COLLKIT_BINARY) + "' simulate --topology " + p("sw.json") +
+                          " --collective all_reduce --algorithm recursive_doubling -b 1K -e 1K");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err,
+            "collkit: error: out of memory: the run needs more memory than this machine gives it "
+            "(fewer ranks, sizes or algorithms need less)\n");
+  EXPECT_EQ(r.out, "");
+#endif
+}
+
 }  // namespace
 }  // namespace collkit

@@ -165,7 +165,7 @@ TEST(Report, ReadReportNamesTheFile) {
     read_report((dir / "absent.json").string());
     FAIL();
   } catch (const FileError& e) {
-    EXPECT_EQ(std::string(e.what()), (dir / "absent.json").string() + ": cannot open for reading");
+    EXPECT_EQ(std::string(e.what()), (dir / "absent.json").string() + ": cannot open the report: No such file or directory");
   }
   const std::string good = (dir / "good.json").string();
   std::ofstream(good) << report_json_text(sample_report());
