@@ -1,6 +1,9 @@
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <iostream>
 #include <new>
 #include <string>
 #include <vector>
@@ -56,6 +59,21 @@ void check_subcommand_name(const CLI::App& app, int argc, char** argv) {
   throw collkit::UsageError(message + " (subcommands: " + all + ")");
 }
 
+// What the command printed must have reached standard output: a full disk
+// (> /dev/full), a closed descriptor or a failing pipe reader otherwise
+// leaves a truncated document behind a zero exit. stdio and iostreams share
+// one buffer (sync_with_stdio), so one flush covers both.
+bool standard_output_written() {
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int err = errno;
+  if (flushed && !std::ferror(stdout) && std::cout.good()) return true;
+  std::fprintf(stderr,
+               "collkit: error: standard output: cannot write%s%s: the output is incomplete\n",
+               err != 0 ? ": " : "", err != 0 ? std::strerror(err) : "");
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,5 +119,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "collkit: error: %s\n", e.what());
     return 1;
   }
-  return 0;
+  return standard_output_written() ? 0 : 2;
 }

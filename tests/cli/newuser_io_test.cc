@@ -117,5 +117,25 @@ TEST_F(NewUserIo, OutOfMemorySaysSoInOneLine) {
 #endif
 }
 
+// Item 4: a document that did not reach standard output is an error, not a
+// truncated file behind exit 0.
+TEST_F(NewUserIo, WriteErrorsOnStandardOutputAreNotSuccess) {
+  const std::string bin = "'" + std::string(COLLKIT_BINARY) + "' ";
+  const std::string topo = " --topology " + p("t.json");
+  ASSERT_EQ(run("simulate" + topo + " --collective all_reduce --json " + p("s.json")).exit_code, 0);
+  for (const std::string& cmd :
+       {std::string("schedule --collective all_reduce --algorithm ring --ranks 4"),
+        std::string("algorithms"), std::string("algorithms --collective all_reduce"),
+        "simulate" + topo + " --collective all_reduce",
+        "compare " + p("s.json") + " " + p("s.json"),
+        "plan --model " + std::string(COLLKIT_SOURCE_DIR) + "/models/gpt2-124m.json --batch 8" +
+            topo}) {
+    const RunResult r = run("--version >/dev/null && (" + bin + cmd + " >/dev/full)");
+    EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.err;
+    EXPECT_EQ(r.err.rfind("collkit: error: standard output: cannot write", 0), 0u) << cmd << r.err;
+    EXPECT_NE(r.err.find("the output is incomplete"), std::string::npos) << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace collkit
