@@ -89,6 +89,7 @@ void add_bench_command(CLI::App& app) {
     if (!nccl_tests_json->empty()) a->other_outputs.emplace_back("-J", *nccl_tests_json);
     // Output paths are checked before MPI starts, by the process that
     // writes them (rank 0's): one line and exit 2, no MPI_Abort banner.
+    if (realrun::launch_environment().rank == 0) refuse_empty_values(*cmd);
     if (realrun::launch_environment().rank == 0)
       prepare_outputs({{"--json", a->json_path}, {"-J", *nccl_tests_json}}, {});
     realrun::run_bench(*a, [nccl_tests_json](const realrun::BenchArgs& args) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/outputs.h"
 #include "core/error.h"
 #include "interop/msccl_source.h"
 
@@ -93,6 +94,11 @@ int main(int argc, char** argv) {
 #ifdef COLLKIT_HAVE_REALRUN
   collkit::cli::add_bench_command(app);
 #endif
+  // bench checks its own on rank 0 only (cli/bench_cmd.cc), so that one
+  // process of an MPI job reports a bad value.
+  for (CLI::App* sub : app.get_subcommands({}))
+    if (sub->get_name() != "bench")
+      sub->parse_complete_callback([sub] { collkit::cli::refuse_empty_values(*sub); });
   try {
     check_subcommand_name(app, argc, argv);
     app.parse(argc, argv);

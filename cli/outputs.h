@@ -4,6 +4,7 @@
 // then goes to standard error.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,6 +20,22 @@ inline void prepare_outputs(const std::vector<PathArg>& outputs,
   check_outputs(outputs, inputs);
   for (const PathArg& out : outputs)
     if (out.path == kStdoutPath) reserve_standard_output();
+}
+
+// No option is given an empty value: --json "" (an unset shell variable)
+// would otherwise write nothing where the user asked for a file, and an
+// empty name or number means nothing anywhere else either. Called on every
+// subcommand once its options are parsed, before its callback.
+inline void refuse_empty_values(const CLI::App& cmd) {
+  for (const CLI::Option* opt : cmd.get_options()) {
+    if (opt->count() == 0) continue;
+    for (const std::string& value : opt->results())
+      if (value.empty()) {
+        throw UsageError(opt->get_name(false, true) +
+                         " '': empty (an unset shell variable?); nothing would be written or "
+                         "read in its place");
+      }
+  }
 }
 
 // A topology argument as a file: "astra:FILE.yml" names FILE.yml.

@@ -167,5 +167,32 @@ TEST_F(NewUserIo, DescriptorPathsAreWrittenAsTheyAre) {
                "both name standard output");
 }
 
+// Item 6: an empty output path (an unset variable) wrote nothing and exited
+// 0 in simulate, plan, compare and bench.
+TEST_F(NewUserIo, EmptyOutputPathsAreRefused) {
+  const std::string topo = " --topology " + p("t.json");
+  ASSERT_EQ(run("simulate" + topo + " --collective all_reduce --json " + p("s.json")).exit_code, 0);
+  const std::string model =
+      " --model " + std::string(COLLKIT_SOURCE_DIR) + "/models/gpt2-124m.json";
+  const struct {
+    std::string args, flag;
+  } cases[] = {
+      {"simulate" + topo + " --collective all_reduce --json ''", "--json"},
+      {"simulate" + topo + " --collective all_reduce --csv ''", "--csv"},
+      {"simulate" + topo + " --collective all_reduce -J ''", "-J,--output_file"},
+      {"plan" + model + topo + " --batch 8 --json ''", "--json"},
+      {"compare " + p("s.json") + " " + p("s.json") + " --json ''", "--json"},
+      {"report " + p("s.json") + " -o ''", "-o,--output"},
+      {"tuner" + topo + " -o ''", "-o,--output"},
+      {"bench --backend mpi --collective all_reduce -b 1K -e 1K --json ''", "--json"},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = run(c.args);
+    if (c.args.rfind("bench", 0) == 0 && r.err.find("unknown subcommand") != std::string::npos)
+      continue;  // built without MPI
+    expect_error(r, c.flag + " '': empty (an unset shell variable?); nothing would be written");
+  }
+}
+
 }  // namespace
 }  // namespace collkit
