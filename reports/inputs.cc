@@ -38,7 +38,10 @@ std::vector<InputRun> parse_runs(const std::string& text, const std::string& fil
          (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n'))
     ++i;
   std::vector<InputRun> runs;
-  if (i < text.size() && (text[i] == '{' || text[i] == '[')) {
+  // "[1,0]<stdout>:" and "[0] " label the lines of a text log, not a JSON array.
+  const bool labelled =
+      i < text.size() && starts_with_bracket_label(std::string_view(text).substr(i, 32));
+  if (i < text.size() && (text[i] == '{' || text[i] == '[') && !labelled) {
     Json j;
     try {
       j = Json::parse(text.begin() + static_cast<std::ptrdiff_t>(i), text.end());

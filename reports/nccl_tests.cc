@@ -287,6 +287,14 @@ std::pair<std::string, std::string_view> strip_label(std::string_view s) {
   return {"", s};
 }
 
+}  // namespace
+
+bool starts_with_bracket_label(std::string_view line) {
+  return !line.empty() && line.front() == '[' && !strip_label(line).first.empty();
+}
+
+namespace {
+
 std::vector<Line> split_lines(const std::string& text) {
   std::vector<Line> lines;
   std::size_t pos = 0;

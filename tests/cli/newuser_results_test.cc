@@ -1,0 +1,78 @@
+// Issue 40, results that were wrong or misleading: labelled cluster logs,
+// -J files' command lines, impossible launch groups, bench's best per size,
+// MSCCL files outside what they declare.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "core/json.h"
+#include "tests/cli/cli_runner.h"
+
+namespace collkit {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_cli::RunResult;
+using testing_cli::slurp;
+
+const fs::path kSource = COLLKIT_SOURCE_DIR;
+const fs::path kRingLog =
+    kSource / "tests/data/nccl-tests/h100x8_allreduce_ring_together-nccl-tests.txt";
+
+class NewUserResults : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           (std::string("collkit_newuser_results_") +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string p(const std::string& name) const { return "'" + (dir_ / name).string() + "'"; }
+  RunResult run(const std::string& args) { return testing_cli::run_collkit(args, dir_); }
+  static void expect_error(const RunResult& r, const std::string& text) {
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err.rfind("collkit: error: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(text), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  // `log` with `label` before every line.
+  void write_labelled(const std::string& name, const std::string& label) {
+    std::istringstream in(slurp(kRingLog));
+    std::ofstream out(dir_ / name);
+    for (std::string line; std::getline(in, line);) out << label << line << "\n";
+  }
+  fs::path dir_;
+};
+
+// Item 7: Open MPI --tag-output and MPICH -prepend-rank logs start with '[',
+// and were sniffed as malformed JSON by report, compare and calibrate.
+TEST_F(NewUserResults, LabelledLogsAreReadAsLogs) {
+  write_labelled("tag.txt", "[1,0]<stdout>:");
+  write_labelled("pre.txt", "[0] ");
+  const std::string dgx = (kSource / "topologies/dgx-h100.json").string();
+  RunResult r = run("report " + p("tag.txt") + " " + p("pre.txt") +
+                    " --collective all_reduce --format csv -o -");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // The header and each log's 31 sizes (the chart draws out-of-place rows).
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1 + 2 * 31) << r.out;
+  ASSERT_EQ(run("simulate --topology " + dgx +
+                " --collective all_reduce --algorithm nccl -b 8 -e 8G -f 2 --json " + p("p.json"))
+                .exit_code,
+            0);
+  r = run("compare " + p("p.json") + " " + p("tag.txt") + " --collective all_reduce");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run("calibrate " + p("pre.txt") + " --collective all_reduce --topology " + dgx + " -o " +
+          p("fit.json") + " --max-iterations 1 --starts 1");
+  EXPECT_EQ(r.err.find("malformed JSON"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("# collkit calibrate: base"), std::string::npos) << r.out << r.err;
+}
+
+}  // namespace
+}  // namespace collkit
