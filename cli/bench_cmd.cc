@@ -93,7 +93,7 @@ void add_bench_command(CLI::App& app) {
     if (realrun::launch_environment().rank == 0)
       prepare_outputs({{"--json", a->json_path}, {"-J", *nccl_tests_json}}, {});
     realrun::run_bench(*a, [nccl_tests_json](const realrun::BenchArgs& args) {
-      return make_bench_report_sink(args, *nccl_tests_json);
+      return make_bench_report_sink(args, *nccl_tests_json, command_line());
     });
   });
 }

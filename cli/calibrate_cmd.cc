@@ -102,6 +102,7 @@ void run_calibrate(const CalibrateArgs& a) {
     description += "; rows below " + std::to_string(options.min_bytes) + " bytes left out";
   if (!options.match.empty())
     description += "; rows of algorithm nccl or native simulated as " + options.match;
+  if (options.launch_devices > 1) description += "; calls launched as --launch " + a.launch;
   if (options.huber > 0) {
     char loss[96];
     std::snprintf(loss, sizeof loss, "; Huber loss, threshold %g", options.huber);

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "core/collective.h"
 #include "reports/inputs.h"
@@ -19,6 +20,14 @@ void add_report_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_verify_command(CLI::App& app);
 void add_tuner_command(CLI::App& app);
+
+// The command line as the process got it (set once by main): what a report
+// and a -J file record under "args", so that every setting that changed a
+// number can be read back, whatever its spelling.
+inline std::vector<std::string>& command_line() {
+  static std::vector<std::string> args;
+  return args;
+}
 
 // --collective and --ranks as the readers take them (reports/inputs.h):
 // for nccl-tests logs that do not name the binary or list the ranks.

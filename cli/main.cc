@@ -78,6 +78,7 @@ bool standard_output_written() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  collkit::cli::command_line().assign(argv, argv + argc);
   CLI::App app{"collkit: collective communication algorithms, simulated, verified and run"};
   app.set_version_flag("--version", std::string("collkit ") + COLLKIT_VERSION);
   app.require_subcommand(1);

@@ -230,6 +230,9 @@ void run_simulate(const SimulateArgs& a) {
   if (sweep.segment_bytes > 0) report.extra["segment_bytes"] = sweep.segment_bytes;
   if (sweep.group_size > 0) report.extra["group_size"] = sweep.group_size;
   report.extra["segment_model"] = segment_model_json(sweep.model);
+  // Every setting that changes a number is a key; the launch mode was the
+  // one missing (the command line as given goes to -J files, "args").
+  report.extra["launch"] = a.launch;
 
   std::fputs(format_tables(report).c_str(), stdout);
   std::fputs("#\n", stdout);
@@ -242,10 +245,7 @@ void run_simulate(const SimulateArgs& a) {
   if (!a.nccl_tests_json.empty()) {
     NcclTestsJsonInfo info;
     info.start_time = start_time;
-    info.args = {"collkit",    "simulate",    "--topology", a.topology,   "--collective",
-                 a.collective, "-b",          a.min_bytes,  "-e",         a.max_bytes,
-                 "-f",         a.step_factor, "-i",         a.step_bytes, "-d",
-                 a.dtype,      "-o",          a.op,         "-r",         a.root};
+    info.args = command_line();
     for (auto& file : nccl_tests_json_files(report, a.nccl_tests_json, info))
       files.push_back(std::move(file));
   }

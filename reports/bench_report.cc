@@ -37,8 +37,9 @@ std::string table_row(const ResultRow& oop, bool have_oop, const ResultRow* ip,
 
 class BenchReportSink final : public realrun::BenchSink {
  public:
-  BenchReportSink(std::string version, std::string nccl_tests_json)
-      : nccl_tests_json_(std::move(nccl_tests_json)) {
+  BenchReportSink(std::string version, std::string nccl_tests_json,
+                  std::vector<std::string> command_line)
+      : nccl_tests_json_(std::move(nccl_tests_json)), command_line_(std::move(command_line)) {
     report_.collkit_version = std::move(version);
     if (!nccl_tests_json_.empty()) check_writable(nccl_tests_json_);
   }
@@ -147,8 +148,10 @@ class BenchReportSink final : public realrun::BenchSink {
     if (!nccl_tests_json_.empty()) {
       NcclTestsJsonInfo info;
       info.start_time = start_time_;
-      info.args = {"collkit",     "bench",        "--backend",
-                   backend_name_, "--collective", std::string(to_string(cfg_.collective))};
+      info.args = command_line_;
+      if (info.args.empty())
+        info.args = {"collkit",     "bench",        "--backend",
+                     backend_name_, "--collective", std::string(to_string(cfg_.collective))};
       info.min_bytes = cfg_.min_bytes;
       info.max_bytes = cfg_.max_bytes;
       info.step_factor = cfg_.step_factor;
@@ -165,6 +168,7 @@ class BenchReportSink final : public realrun::BenchSink {
 
  private:
   std::string nccl_tests_json_;
+  std::vector<std::string> command_line_;
   std::string start_time_;
   BenchConfig cfg_;
   int ranks_ = 0;
@@ -181,9 +185,10 @@ class BenchReportSink final : public realrun::BenchSink {
 
 }  // namespace
 
-std::unique_ptr<realrun::BenchSink> make_bench_report_sink(const realrun::BenchArgs& args,
-                                                           const std::string& nccl_tests_json) {
-  return std::make_unique<BenchReportSink>(args.version, nccl_tests_json);
+std::unique_ptr<realrun::BenchSink> make_bench_report_sink(
+    const realrun::BenchArgs& args, const std::string& nccl_tests_json,
+    const std::vector<std::string>& command_line) {
+  return std::make_unique<BenchReportSink>(args.version, nccl_tests_json, command_line);
 }
 
 }  // namespace collkit

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "realrun/harness.h"
 
@@ -13,8 +14,11 @@ namespace collkit {
 // The sink of one bench run on the printing process. `nccl_tests_json`
 // (bench -J): also write the nccl-tests JSON of every algorithm
 // (reports/nccl_tests.h), atomically with --json; its directory is checked
-// when the sink is made, before the first measurement.
-std::unique_ptr<realrun::BenchSink> make_bench_report_sink(const realrun::BenchArgs& args,
-                                                           const std::string& nccl_tests_json = "");
+// when the sink is made, before the first measurement. `command_line` is
+// the process's argv: the -J files' "args" (empty: they name the backend
+// and collective alone).
+std::unique_ptr<realrun::BenchSink> make_bench_report_sink(
+    const realrun::BenchArgs& args, const std::string& nccl_tests_json = "",
+    const std::vector<std::string>& command_line = {});
 
 }  // namespace collkit

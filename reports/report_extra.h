@@ -26,6 +26,7 @@
 //   iters, warmup,        integers               reports/bench_report.cc (the bench's flags)
 //   check_iters,
 //   graph_launches
+//   launch                string                 cli/simulate_cmd.cc (--launch: proc, group:G)
 //   nccl_version          string (or null)       realrun/bench.cc (nccl), cuda_bench.cc,
 //                                                reports/nccl_tests.cc
 //   source_format,        strings                reports/nccl_tests.cc (another tool's file)

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "core/json.h"
 #include "tests/cli/cli_runner.h"
@@ -72,6 +73,48 @@ TEST_F(NewUserResults, LabelledLogsAreReadAsLogs) {
           p("fit.json") + " --max-iterations 1 --starts 1");
   EXPECT_EQ(r.err.find("malformed JSON"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("# collkit calibrate: base"), std::string::npos) << r.out << r.err;
+}
+
+// Item 10: -J files record the command line as given, every flag; reports
+// record --launch.
+TEST_F(NewUserResults, NcclTestsJsonRecordsTheWholeCommandLine) {
+  const std::string dgx = (kSource / "topologies/dgx-h100.json").string();
+  RunResult r = run("simulate --topology " + dgx +
+                    " --collective all_reduce --algorithm ring --launch group:4 --net-model "
+                    "alpha-beta --ranks 4 -b 1K -e 4K -f 2 -J " +
+                    p("j.json") + " --json " + p("r.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json j = Json::parse(slurp(dir_ / "j.json"));
+  const std::vector<std::string> args = j["args"].get<std::vector<std::string>>();
+  const std::vector<std::string> expected = {COLLKIT_BINARY, "simulate",
+                                             "--topology",   dgx,
+                                             "--collective", "all_reduce",
+                                             "--algorithm",  "ring",
+                                             "--launch",     "group:4",
+                                             "--net-model",  "alpha-beta",
+                                             "--ranks",      "4",
+                                             "-b",           "1K",
+                                             "-e",           "4K",
+                                             "-f",           "2",
+                                             "-J",           (dir_ / "j.json").string(),
+                                             "--json",       (dir_ / "r.json").string()};
+  EXPECT_EQ(args, expected);
+  EXPECT_EQ(Json::parse(slurp(dir_ / "r.json"))["launch"], "group:4");
+  r =
+      run("bench --backend mpi --collective all_reduce --algorithm ring -b 1K -e 2K -f 2 -n 3 "
+          "-w 1 -J " +
+          p("b.json"));
+  if (r.err.find("unknown subcommand 'bench'") != std::string::npos) return;  // no MPI here
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = Json::parse(slurp(dir_ / "b.json"));
+  const std::vector<std::string> bench_args = j["args"].get<std::vector<std::string>>();
+  const std::vector<std::string> bench_expected = {
+      COLLKIT_BINARY, "bench",      "--backend",   "mpi",
+      "--collective", "all_reduce", "--algorithm", "ring",
+      "-b",           "1K",         "-e",          "2K",
+      "-f",           "2",          "-n",          "3",
+      "-w",           "1",          "-J",          (dir_ / "b.json").string()};
+  EXPECT_EQ(bench_args, bench_expected);
 }
 
 }  // namespace
