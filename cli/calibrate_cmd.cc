@@ -71,6 +71,7 @@ void run_calibrate(const CalibrateArgs& a) {
   const std::unique_ptr<Topology> base = parse_topology(base_text, a.topology, a.ranks);
   const std::string base_sha = sha256_hex(base_text);
   check_ranks_fit(base->num_ranks(), "--topology " + a.topology);
+  check_launch_fits(a.launch, options.launch_devices, base->num_ranks());
 
   // Every run of every file is fitted (an nccl-tests log may hold several).
   std::vector<CalibrationInput> inputs;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/collective.h"
+#include "core/error.h"
 #include "reports/inputs.h"
 
 namespace collkit::cli {
@@ -36,6 +37,16 @@ inline ReadOptions read_options(const std::string& collective, int ranks) {
   if (!collective.empty()) o.collective = parse_collective(collective);
   o.ranks = ranks;
   return o;
+}
+
+// --launch group:G launches on G devices of the run: more devices than the
+// run has ranks is not a launch that can happen (it only adds G launch
+// floors to every call), so it is refused, naming both counts.
+inline void check_launch_fits(const std::string& launch, int devices, int ranks) {
+  if (devices > ranks)
+    throw UsageError("--launch " + launch + ": one thread launching on " + std::to_string(devices) +
+                     " devices, but the run has " + std::to_string(ranks) +
+                     " ranks; G is at most the rank count");
 }
 
 // The help text of those two options, shared by the commands that read reports.

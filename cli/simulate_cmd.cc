@@ -201,6 +201,7 @@ void run_simulate(const SimulateArgs& a) {
   const std::unique_ptr<Topology> topology = load_topology(a.topology, ranks);
   sweep.ranks = topology->num_ranks();
   check_ranks_fit(sweep.ranks, "--topology " + a.topology);
+  check_launch_fits(a.launch, options.launch_devices, sweep.ranks);
   // "all" holds the nccl variants NCCL runs on this machine (nccl:nvls only
   // where a switch reduces, ...); named ones that do not apply are errors.
   // Simulating a collkit run (--segments-as), they are the schedules bench

@@ -107,6 +107,7 @@ void run_tuner(const TunerArgs& a) {
     topologies.push_back(load_topology(a.topology, r));
     const int ranks = topologies.back()->num_ranks();
     check_ranks_fit(ranks, "--topology " + a.topology);
+    check_launch_fits(a.launch, spec.options.launch_devices, ranks);
     for (std::size_t i = 0; i + 1 < topologies.size(); ++i)
       if (topologies[i]->num_ranks() == ranks)
         throw UsageError("--ranks '" + a.ranks + "': " + std::to_string(ranks) +

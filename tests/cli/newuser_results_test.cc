@@ -117,5 +117,25 @@ TEST_F(NewUserResults, NcclTestsJsonRecordsTheWholeCommandLine) {
   EXPECT_EQ(bench_args, bench_expected);
 }
 
+// Item 11: group:99 on 8 GPUs added a 396 us floor to every call.
+TEST_F(NewUserResults, LaunchGroupLargerThanTheRunIsRefused) {
+  const std::string dgx = (kSource / "topologies/dgx-h100.json").string();
+  const std::string message =
+      "--launch group:99: one thread launching on 99 devices, but the run has 8 ranks";
+  expect_error(run("simulate --topology " + dgx + " --collective all_reduce --launch group:99"),
+               message);
+  expect_error(run("tuner --topology " + dgx + " --launch group:99 -o " + p("t")), message);
+  ASSERT_EQ(run("simulate --topology " + dgx + " --collective all_reduce --json " + p("s.json"))
+                .exit_code,
+            0);
+  // calibrate checks it against the base's ranks (the measured run's).
+  expect_error(run("calibrate " + p("s.json") + " --topology " + dgx + " --launch group:99 -o " +
+                   p("fit.json")),
+               message);
+  // As many devices as ranks is a launch that happens (nccl-tests -g 8).
+  EXPECT_EQ(
+      run("simulate --topology " + dgx + " --collective all_reduce --launch group:8").exit_code, 0);
+}
+
 }  // namespace
 }  // namespace collkit
