@@ -195,6 +195,7 @@ BestEntry read_best(const Json& j, const std::string& file, const std::string& p
   b.dtype = r.optional_named("dtype", [](const std::string& s) { return parse_data_type(s); });
   b.op = r.optional_named("op", [](const std::string& s) { return parse_red_op(s); });
   if (r.has("root")) b.root = static_cast<int>(r.integer("root", -1));
+  if (r.has("in_place")) b.in_place = r.boolean("in_place");
   return b;
 }
 
@@ -235,11 +236,18 @@ std::vector<BestEntry> compute_best(const std::vector<ResultRow>& rows) {
                                      context_of(row.dtype, row.op, row.root));
     auto [it, inserted] = index.try_emplace(key, best.size());
     if (inserted) {
-      best.push_back(
-          {row.collective, row.bytes, row.algorithm, row.time_us, row.dtype, row.op, row.root});
-    } else if (row.time_us < best[it->second].time_us) {
-      best[it->second].algorithm = row.algorithm;
-      best[it->second].time_us = row.time_us;
+      best.push_back({row.collective, row.bytes, row.algorithm, row.time_us, row.dtype, row.op,
+                      row.root, row.in_place});
+      continue;
+    }
+    // Out-of-place times are what nccl-tests users compare: an in-place row
+    // wins only among in-place rows, where its size has no out-of-place one.
+    BestEntry& b = best[it->second];
+    if (row.in_place && !b.in_place) continue;
+    if ((b.in_place && !row.in_place) || row.time_us < b.time_us) {
+      b.algorithm = row.algorithm;
+      b.time_us = row.time_us;
+      b.in_place = row.in_place;
     }
   }
   return best;
@@ -309,6 +317,7 @@ Json to_json(const Report& report) {
     e["algorithm"] = b.algorithm;
     e["time_us"] = b.time_us;
     put_overrides(e, b.dtype, b.op, b.root);
+    if (b.in_place) e["in_place"] = true;
     best.push_back(std::move(e));
   }
   j["best"] = std::move(best);

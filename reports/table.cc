@@ -1,5 +1,6 @@
 #include "reports/table.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <map>
@@ -163,7 +164,13 @@ std::string format_bytes_human(std::int64_t bytes) {
 
 std::string format_best_summary(const Report& report) {
   if (report.best.empty()) return "";
-  std::string out = "# Best algorithm per size\n";
+  // Where the tables hold in-place rows too (bench), say which times compete.
+  const bool any_in_place = std::any_of(report.results.begin(), report.results.end(),
+                                        [](const ResultRow& r) { return r.in_place; });
+  std::string out = any_in_place
+                        ? "# Best algorithm per size, by out-of-place time (as nccl-tests users "
+                          "compare; (in-place): a size measured in place only)\n"
+                        : "# Best algorithm per size\n";
   out += printf_string("#%11s  %12s  %-14s  %-24s  %7s  %6s  %6s\n", "size", "count", "collective",
                        "algorithm", "time", "algbw", "busbw");
   out += printf_string("#%11s  %12s  %-14s  %-24s  %7s  %6s  %6s\n", "(B)", "(elements)", "", "",
@@ -174,11 +181,12 @@ std::string format_best_summary(const Report& report) {
     for (const ResultRow& r : report.results)
       if (!win && r.collective == b.collective && r.bytes == b.bytes &&
           r.algorithm == b.algorithm && r.time_us == b.time_us && r.dtype == b.dtype &&
-          r.op == b.op && r.root == b.root)
+          r.op == b.op && r.root == b.root && r.in_place == b.in_place)
         win = &r;
+    const std::string algorithm = b.algorithm + (b.in_place ? " (in-place)" : "");
     out += printf_string("#%11li  %12li  %-14s  %-24s  %7s  %6.2f  %6.2f\n",
                          static_cast<long>(b.bytes), static_cast<long>(win ? win->count : 0),
-                         std::string(to_string(b.collective)).c_str(), b.algorithm.c_str(),
+                         std::string(to_string(b.collective)).c_str(), algorithm.c_str(),
                          format_time_us(b.time_us).c_str(), win ? win->algbw_gbps : 0.0,
                          win ? win->busbw_gbps : 0.0);
   }
