@@ -171,6 +171,11 @@ std::shared_ptr<const ScheduleSource> find_schedule_source(const std::string& na
   return nullptr;
 }
 
+std::string outside_declaration(const ScheduleSpec& spec, bool in_place) {
+  const auto source = find_schedule_source(spec.algorithm);
+  return source && source->outside ? source->outside(spec, in_place) : std::string();
+}
+
 std::vector<std::shared_ptr<const ScheduleSource>> schedule_sources() {
   SourceTable& t = source_table();
   const std::lock_guard<std::mutex> lock(t.mutex);

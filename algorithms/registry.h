@@ -84,10 +84,18 @@ struct ScheduleSource {
   // Counts must be multiples of this for the spec (count ignored; optional,
   // 1 when absent).
   std::function<std::int64_t(const ScheduleSpec&)> count_unit;
+  // Why a call is outside what the named definition declares it serves ("" =
+  // inside): MSCCL's minBytes/maxBytes and inplace/outofplace. Optional; a
+  // runtime would not choose the definition for such a call, so engines say
+  // so per row (simulate) or leave the row out (bench).
+  std::function<std::string(const ScheduleSpec&, bool in_place)> outside;
 };
 void register_schedule_source(ScheduleSource source);
 // The source whose prefix the name starts with ("prefix:..."), or nullptr.
 std::shared_ptr<const ScheduleSource> find_schedule_source(const std::string& name);
+// The source's `outside` for the spec's algorithm; "" for registered
+// algorithms and sources that declare nothing.
+std::string outside_declaration(const ScheduleSpec& spec, bool in_place);
 // Every registered source, in registration order.
 std::vector<std::shared_ptr<const ScheduleSource>> schedule_sources();
 

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "core/dtypes.h"
 #include "core/error.h"
+#include "core/protocol.h"
 #include "core/sizes.h"
 #include "interop/msccl_export.h"
 #include "interop/msccl_xml.h"
@@ -58,7 +59,7 @@ void add_schedule_command(CLI::App& app) {
     std::string collective, algorithm;
     std::string ranks, root = "0", rank = "-1", count, segment = "0", group = "0";
     std::string dtype = "float";
-    std::string format = "json", protocol = "Simple";
+    std::string format = "json", protocol;
     std::string topology, op = "sum";
   };
   auto a = std::make_shared<Args>();
@@ -76,7 +77,9 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_option("--rank", a->rank, "Dump only this rank");
   cmd->add_option("--format", a->format,
                   "json (collkit's IR) or msccl-xml (an MSCCL XML algorithm, docs/MSCCL.md)");
-  cmd->add_option("--protocol", a->protocol, "msccl-xml: the proto attribute (Simple, LL, LL128)");
+  cmd->add_option("--protocol", a->protocol,
+                  "msccl-xml: the proto attribute (Simple, LL, LL128; default: the protocol NCCL "
+                  "chose with --topology, else Simple)");
   cmd->add_option("--topology", a->topology,
                   "nccl family: the topology whose channels (and, for nccl alone, NCCL's choice "
                   "of algorithm, protocol and channels) the schedule follows");
@@ -102,6 +105,7 @@ void add_schedule_command(CLI::App& app) {
     spec.segment = parse_segment_bytes("--segment", a->segment, type) / spec.elem_size;
     spec.group_size = static_cast<int>(parse_integer("--group", a->group, 0, INT32_MAX));
     std::unique_ptr<Schedule> schedule;
+    std::string protocol = a->protocol.empty() ? "Simple" : a->protocol;
     if (!a->topology.empty()) {
       if (!is_nccl_algorithm(a->algorithm))
         throw UsageError("--topology: only the nccl family's schedules depend on a topology; " +
@@ -113,6 +117,15 @@ void add_schedule_command(CLI::App& app) {
       const NcclChoice choice =
           nccl_choose(ctx, spec.collective, spec.count * spec.elem_size, type, op, variant);
       schedule = make_schedule(nccl_schedule_spec(spec, ctx, choice, *topology));
+      // The file says the protocol the schedule was chosen and cut for.
+      if (choice.protocol != Protocol::none) {
+        const std::string chosen(to_string(choice.protocol));
+        if (!a->protocol.empty() && parse_protocol(a->protocol) != choice.protocol)
+          throw UsageError("--protocol " + a->protocol + ": the schedule is NCCL's choice on " +
+                           a->topology + ", " + describe(choice) + ", whose protocol is " + chosen +
+                           " (drop --protocol)");
+        protocol = chosen;
+      }
       std::fprintf(stderr, "# nccl on %s: %s\n", a->topology.c_str(), describe(choice).c_str());
     } else {
       schedule = make_schedule(spec);
@@ -121,7 +134,7 @@ void add_schedule_command(CLI::App& app) {
       throw UsageError("--rank " + std::to_string(rank) + " is out of range for " +
                        std::to_string(ranks) + " ranks");
     if (a->format == "msccl-xml") {
-      std::cout << msccl::write_algo(msccl::export_algo(*schedule, a->protocol));
+      std::cout << msccl::write_algo(msccl::export_algo(*schedule, protocol));
       return;
     }
     const int first = rank < 0 ? 0 : rank;

@@ -18,21 +18,28 @@ using realrun::BenchFigure;
 
 // One table row; the columns of a placement that is not available read N/A.
 // `oop` always carries the size columns.
-std::string table_row(const ResultRow& oop, bool have_oop, const ResultRow* ip,
-                      const std::string& type, const std::string& redop, int root) {
-  if (have_oop && ip) return format_table_row(oop, *ip, type, redop, root);
-  std::string row = format_table_row(oop, oop, type, redop, root);
-  // Drop the figures that are not available (the last four or eight columns).
-  const int drop = have_oop ? 4 : 8;
-  row.pop_back();
-  for (int col = 0; col < drop; ++col) {
+// `row` without its last `columns` columns (and the spaces before them).
+std::string drop_columns(std::string row, int columns) {
+  for (int col = 0; col < columns; ++col) {
     const std::size_t end = row.find_last_not_of(' ');
     row.resize(row.find_last_of(' ', end) + 1);
     row.resize(row.find_last_not_of(' ') + 1);
   }
+  return row;
+}
+
+std::string table_row(const ResultRow& oop, bool have_oop, const ResultRow* ip,
+                      const std::string& type, const std::string& redop, int root) {
+  if (have_oop && ip) return format_table_row(oop, *ip, type, redop, root);
   // "  %7s  %6s  %6s  %6s" with N/A in each column.
   const std::string na = "      N/A     N/A     N/A     N/A";
-  return row + (have_oop ? na : na + na) + "\n";
+  std::string row = format_table_row(oop, ip ? *ip : oop, type, redop, root);
+  row.pop_back();
+  if (have_oop) return drop_columns(row, 4) + na + "\n";
+  const std::string prefix = drop_columns(row, 8);
+  if (!ip) return prefix + na + na + "\n";
+  // In place only: its figures after the out-of-place N/A.
+  return prefix + na + row.substr(drop_columns(row, 4).size()) + "\n";
 }
 
 class BenchReportSink final : public realrun::BenchSink {

@@ -472,6 +472,8 @@ class CudaBackend final : public BenchBackend {
     spec.elem_size = size_of(type);
     spec.model = kBenchSegmentModel;
     std::unique_ptr<Schedule> s = make_schedule(spec);
+    unavailable = outside_declaration(s->spec(), in_place);
+    if (!unavailable.empty()) return nullptr;
     if (in_place) {
       for (int r = 0; r < ranks_; ++r) {
         unavailable = in_place_hazard(*s, r, in_place_layout(c, ranks_, r, cfg_.root, count));

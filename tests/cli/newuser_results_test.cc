@@ -137,5 +137,42 @@ TEST_F(NewUserResults, LaunchGroupLargerThanTheRunIsRefused) {
       run("simulate --topology " + dgx + " --collective all_reduce --launch group:8").exit_code, 0);
 }
 
+// Item 14: an MSCCL file simulated outside what it declares says so per
+// row; the nccl family's MSCCL export says the protocol NCCL chose.
+TEST_F(NewUserResults, MscclFileOutsideItsDeclarationSaysSoPerRow) {
+  const std::string dgx = (kSource / "topologies/dgx-h100.json").string();
+  const std::string file =
+      (kSource /
+       "tests/data/msccl/Azure__msccl-scheduler__tools__msccl-algorithms__ndv4__r48ll.xml")
+          .string();
+  RunResult r =
+      run("simulate --topology " + dgx + " --collective all_reduce --algorithm msccl:" + file +
+          " -b 64K -e 4M -f 4 --json " + p("s.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string in_place =
+      "outside the MSCCL file's declaration: out of place, which the file does not serve "
+      "(outofplace=\"0\"; its schedule runs in place)";
+  const std::string sizes = "outside the file's sizes 266240..2078719 bytes per call";
+  EXPECT_NE(r.out.find("#          65536 ..       262144  " + in_place + "; " + sizes),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("#        1048576 ..      1048576  " + in_place + "\n"), std::string::npos)
+      << r.out;
+  const Json j = Json::parse(slurp(dir_ / "s.json"));
+  EXPECT_EQ(j["results"][2]["ran"], in_place);
+
+  const std::string schedule =
+      "schedule --collective all_reduce --algorithm nccl --ranks 8 "
+      "--count 1024 --format msccl-xml --topology " +
+      dgx;
+  r = run(schedule);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("ring/LL/"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("proto=\"LL\""), std::string::npos) << r.out.substr(0, 200);
+  expect_error(run(schedule + " --protocol Simple"),
+               "--protocol Simple: the schedule is NCCL's choice on " + dgx +
+                   ", ring/LL/1ch, whose protocol is LL (drop --protocol)");
+}
+
 }  // namespace
 }  // namespace collkit
