@@ -11,25 +11,10 @@
 #include "cli/commands.h"
 #include "cli/outputs.h"
 #include "core/error.h"
+#include "core/names.h"
 #include "interop/msccl_source.h"
 
 namespace {
-
-// Levenshtein distance, for "did you mean".
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
 
 // The first argument, when it is not an option, must name a subcommand;
 // otherwise one line naming the nearest ones (CLI11 would say only "A
@@ -46,7 +31,7 @@ void check_subcommand_name(const CLI::App& app, int argc, char** argv) {
   std::string nearest;
   for (const std::string& n : names) {
     // A prefix (sim, cal) counts as near as a typo.
-    const std::size_t d = n.rfind(given, 0) == 0 ? 1 : edit_distance(given, n);
+    const std::size_t d = n.rfind(given, 0) == 0 ? 1 : collkit::edit_distance(given, n);
     if (d < best) {
       best = d;
       nearest = n;

@@ -202,7 +202,8 @@ TEST_F(BenchCliTest, RootOutOfRange) {
 }
 
 TEST_F(BenchCliTest, UnknownNames) {
-  expect_usage_error(bench(2, "--collective allreduce"), "unknown collective 'allreduce'");
+  expect_usage_error(bench(2, "--collective allreduc"),
+                     "unknown collective 'allreduc'; did you mean 'all_reduce'?");
   expect_usage_error(bench(2, "--collective all_reduce --algorithm ring,nope"),
                      "unknown algorithm 'nope' for all_reduce");
   expect_usage_error(bench(2, "--collective all_reduce -d float33"), "unknown data type");
