@@ -1,6 +1,3 @@
-#include <unistd.h>
-
-#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -14,6 +11,7 @@
 #include "core/atomic_file.h"
 #include "core/dtypes.h"
 #include "core/error.h"
+#include "core/progress.h"
 #include "core/sizes.h"
 #include "reports/inputs.h"
 #include "reports/nccl_tests.h"
@@ -52,6 +50,7 @@ struct SimulateArgs {
   std::string json_path;
   std::string csv_path;
   std::string nccl_tests_json;  // -J
+  bool quiet = false;
 };
 
 // A non-negative integer flag, with the flag's name in the error.
@@ -82,44 +81,6 @@ void check_algorithm_names(Collective c, const std::vector<std::string>& names) 
   }
 }
 
-// A one-line bar on stderr, drawn only when stderr is a terminal and the
-// sweep has already run for a second: short sweeps and logs stay clean.
-class ProgressBar {
- public:
-  ProgressBar() : enabled_(::isatty(STDERR_FILENO) == 1), start_(Clock::now()) {}
-  ~ProgressBar() { clear(); }
-
-  void update(std::size_t done, std::size_t total) {
-    if (!enabled_) return;
-    const auto now = Clock::now();
-    if (now - start_ < std::chrono::seconds(1)) return;
-    if (drawn_ && done < total && now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    constexpr int kWidth = 40;
-    const int filled = static_cast<int>(kWidth * done / (total ? total : 1));
-    std::string bar(static_cast<size_t>(filled), '#');
-    bar.resize(kWidth, '.');
-    std::fprintf(stderr, "\r[%s] %3zu%% %zu/%zu", bar.c_str(), 100 * done / (total ? total : 1),
-                 done, total);
-    std::fflush(stderr);
-    drawn_ = true;
-  }
-
-  void clear() {
-    if (!drawn_) return;
-    std::fprintf(stderr, "\r%*s\r", 72, "");
-    std::fflush(stderr);
-    drawn_ = false;
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  bool enabled_;
-  bool drawn_ = false;
-  Clock::time_point start_;
-  Clock::time_point last_{};
-};
-
 void run_simulate(const SimulateArgs& a) {
   // Every argument is checked before anything runs or is written.
   if (!a.renamed_model.empty()) throw UsageError(renamed_model_message(a.renamed_model));
@@ -132,9 +93,25 @@ void run_simulate(const SimulateArgs& a) {
   const std::int64_t factor = parse_count("-f", a.step_factor);
   const std::int64_t step = parse_size("-i", a.step_bytes);
   sweep.sizes = sweep_sizes(min_bytes, max_bytes, factor, step);
-  sweep.dtype = parse_data_type(a.dtype);
-  sweep.op = parse_red_op(a.op);
-  sweep.root = parse_int("--root", a.root);
+  // nccl-tests' "all": every type (-d), every op (-o); every root (-r all
+  // or -1, once the rank count is known).
+  std::vector<DataType> dtypes;
+  if (a.dtype == "all")
+    dtypes.assign(std::begin(kAllDataTypes), std::end(kAllDataTypes));
+  else
+    dtypes = {parse_data_type(a.dtype)};
+  std::vector<RedOp> ops;
+  if (a.op == "all")
+    ops = is_reduction(sweep.collective)
+              ? std::vector<RedOp>(std::begin(kAllRedOps), std::end(kAllRedOps))
+              : std::vector<RedOp>{RedOp::sum};
+  else
+    ops = {parse_red_op(a.op)};
+  const bool every_root = a.root == "all" || a.root == "-1";
+  sweep.dtype = dtypes.front();
+  sweep.op = ops.front();
+  sweep.root = every_root ? 0 : parse_int("--root", a.root);
+  for (const DataType t : dtypes) parse_segment_bytes("--segment", a.segment, t);
   sweep.segment_bytes = parse_segment_bytes("--segment", a.segment, sweep.dtype);
   sweep.group_size = parse_int("--group", a.group);
   int ranks = parse_int("--ranks", a.ranks);
@@ -202,26 +179,66 @@ void run_simulate(const SimulateArgs& a) {
   sweep.ranks = topology->num_ranks();
   check_ranks_fit(sweep.ranks, "--topology " + a.topology);
   check_launch_fits(a.launch, options.launch_devices, sweep.ranks);
-  // "all" holds the nccl variants NCCL runs on this machine (nccl:nvls only
-  // where a switch reduces, ...); named ones that do not apply are errors.
-  // Simulating a collkit run (--segments-as), they are the schedules bench
-  // ran, which it can run on any machine.
-  if (a.algorithm == "all" && !sweep.nccl_as_bench) {
-    const NcclContext ctx = nccl_context(*topology, sweep.ranks);
-    std::erase_if(sweep.algorithms, [&](const std::string& name) {
-      return is_nccl_algorithm(name) &&
-             !nccl_applies(ctx, sweep.collective, name, sweep.dtype, sweep.op);
-    });
-  }
   sweep.model = run_model.value_or(cost_params_of(*topology, sweep.ranks));
+  std::vector<int> roots = {sweep.root};
+  if (every_root && is_rooted(sweep.collective)) {
+    roots.clear();
+    for (int r = 0; r < sweep.ranks; ++r) roots.push_back(r);
+  }
+
+  // One sweep per (root, type, op), in nccl-tests' order; rows carry their
+  // own type, op and root when there are several.
+  std::vector<SweepSpec> sweeps;
+  for (const int root : roots)
+    for (const DataType type : dtypes)
+      for (const RedOp op : ops) {
+        SweepSpec s = sweep;
+        s.root = root;
+        s.dtype = type;
+        s.op = op;
+        s.segment_bytes = parse_segment_bytes("--segment", a.segment, type);
+        // "all" holds the nccl variants NCCL runs on this machine (nccl:nvls
+        // only where a switch reduces, ...); named ones that do not apply are
+        // errors. Simulating a collkit run (--segments-as), they are the
+        // schedules bench ran, which it can run on any machine.
+        if (a.algorithm == "all" && !s.nccl_as_bench) {
+          const NcclContext ctx = nccl_context(*topology, s.ranks);
+          std::erase_if(s.algorithms, [&](const std::string& name) {
+            return is_nccl_algorithm(name) && !nccl_applies(ctx, s.collective, name, s.dtype, s.op);
+          });
+        }
+        sweeps.push_back(std::move(s));
+      }
+  const bool mixed = sweeps.size() > 1;
 
   const std::string start_time = nccl_tests_timestamp();
   Report report;
   {
-    ProgressBar bar;
-    report =
-        simulate_report(sweep, *topology, options,
-                        [&bar](std::size_t done, std::size_t total) { bar.update(done, total); });
+    std::size_t total = 0;
+    for (const SweepSpec& s : sweeps) total += s.algorithms.size() * s.sizes.size();
+    Progress progress(
+        "simulate " + std::string(to_string(sweep.collective)) + " on " + topology->name, total,
+        {a.quiet});
+    std::size_t before = 0;
+    for (const SweepSpec& s : sweeps) {
+      const std::size_t points = s.algorithms.size() * s.sizes.size();
+      Report part = simulate_report(s, *topology, options, [&](std::size_t done, std::size_t) {
+        progress.update(before + done);
+      });
+      before += points;
+      if (mixed)
+        for (ResultRow& row : part.results) {
+          row.dtype = s.dtype;
+          row.op = s.op;
+          row.root = s.root;
+        }
+      if (&s == &sweeps.front()) {
+        report = std::move(part);
+        continue;
+      }
+      for (ResultRow& row : part.results) report.results.push_back(std::move(row));
+    }
+    report.best = compute_best(report.results);
   }
   report.collkit_version = COLLKIT_VERSION;
   report.extra["min_bytes"] = min_bytes;
@@ -275,9 +292,11 @@ void add_simulate_command(CLI::App& app) {
                   "Multiply the size by this factor (> 1) at each step (1: use -i)");
   cmd->add_option("-i,--stepbytes", a->step_bytes, "Add this many bytes at each step (1M)");
   cmd->add_option("-d,--dtype,--datatype", a->dtype,
-                  "Data type: int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double");
-  cmd->add_option("-o,--op", a->op, "Reduction op: sum prod min max avg (sum)");
-  cmd->add_option("-r,--root", a->root, "Root rank of rooted collectives (0)");
+                  "Data type: int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double, or "
+                  "all (every one)");
+  cmd->add_option("-o,--op", a->op, "Reduction op: sum prod min max avg, or all (sum)");
+  cmd->add_option("-r,--root", a->root,
+                  "Root rank of rooted collectives, or all (-1, as nccl-tests): every rank (0)");
   cmd->add_option("--ranks", a->ranks, "Ranks on the topology's first endpoints (0 = all)");
   cmd->add_option("--net-model", a->model,
                   "Network model: flow (link sharing, default) or alpha-beta");
@@ -302,6 +321,9 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("-J,--output_file", a->nccl_tests_json,
                   "Write nccl-tests JSON (-J schema) to this file; with several algorithms one "
                   "file each, the algorithm before the extension (FILE.ring.json)");
+  cmd->add_flag("--quiet", a->quiet,
+                "No progress on standard error (shown after a few seconds: a bar on a terminal, "
+                "a line now and then otherwise)");
   cmd->callback([a] { run_simulate(*a); });
 }
 

@@ -242,8 +242,19 @@ std::vector<std::string> binaries_in(std::string_view s) {
 Collective collective_of_binary(const std::string& binary) {
   for (const BinaryName& b : kBinaries)
     if (binary == std::string(b.name) + "_perf") {
-      if (!b.collective)
+      if (!b.collective) {
+        // Say what collkit does with such a log, not only that it cannot.
+        if (std::string_view(b.name) == "sendrecv")
+          throw UsageError(
+              binary +
+              " measures point-to-point transfers (each rank sends to the next and receives "
+              "from the previous), not a collective; collkit simulates, compares and fits "
+              "collectives only, so it takes no rows from this log. Its figures are a link's: "
+              "the time of the smallest size is about the latency_us, the busbw of the largest "
+              "the bandwidth_gbps of a topology's link (docs/TOPOLOGY.md); calibrate fits them "
+              "from a collective's log (all_reduce_perf, ...)");
         throw UsageError(binary + " measures " + b.name + ", which collkit has no collective for");
+      }
       return *b.collective;
     }
   throw UsageError(binary + " is not an nccl-tests binary");

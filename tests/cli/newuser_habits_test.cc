@@ -64,5 +64,55 @@ TEST_F(NewUserHabits, NcclAndMpiNamesAreUnderstood) {
                "'double_binary_tree', 'nccl:tree' or 'nccl:nvls_tree'?");
 }
 
+// Item 17: every root (-r all, -r -1), every type and op (-d all, -o all)
+// in one simulate, rows carrying their own; a sendrecv_perf log says what
+// collkit does with it.
+TEST_F(NewUserHabits, EveryRootTypeAndOpInOneRun) {
+  const std::string ring8 = (kSource / "topologies/ring-8.json").string();
+  for (const std::string root : {"all", "-1"}) {
+    const RunResult r = run("simulate --topology " + ring8 +
+                            " --collective reduce --algorithm linear -b 1K -e 2K -f 2 -r " + root +
+                            " --json " + p("r.json"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const Json j = Json::parse(slurp(dir_ / "r.json"));
+    ASSERT_EQ(j["results"].size(), 16u);  // 8 roots x 2 sizes
+    for (int i = 0; i < 16; ++i) EXPECT_EQ(j["results"][i]["root"], i / 2);
+    EXPECT_EQ(j["best"].size(), 16u);
+  }
+  RunResult r = run("simulate --topology " + ring8 +
+                    " --collective all_reduce --algorithm ring -b 1K -e 1K -d all -o all --json " +
+                    p("d.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json j = Json::parse(slurp(dir_ / "d.json"));
+  EXPECT_EQ(j["results"].size(), 10u * 5u);  // every type x every op
+  EXPECT_EQ(j["results"][0]["dtype"], "int8");
+  EXPECT_EQ(j["results"][4]["op"], "avg");
+  EXPECT_NE(r.out.find("  double     max"), std::string::npos) << r.out;
+  // A collective that does not reduce runs -o all once.
+  r = run("simulate --topology " + ring8 +
+          " --collective all_gather --algorithm ring -b 1K -e 1K -o all --json " + p("g.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Json::parse(slurp(dir_ / "g.json"))["results"].size(), 1u);
+
+  std::ofstream(dir_ / "sr.txt")
+      << "# Collective test starting: sendrecv_perf\n"
+         "# nThread 1 nGpus 2 minBytes 8 maxBytes 1024 step: 2(factor) warmup iters: 5 iters: 20 "
+         "agg iters: 1 validation: 1 graph: 0\n#\n"
+         "#                                                              out-of-place            "
+         "           in-place\n"
+         "#       size         count      type   redop    root     time   algbw   busbw #wrong    "
+         " time   algbw   busbw #wrong\n"
+         "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)          "
+         "  (us)  (GB/s)  (GB/s)\n"
+         "        1024           256     float     sum      -1    12.00    0.09    0.09      0    "
+         "12.00    0.09    0.09      0\n";
+  const RunResult sr = run("report " + p("sr.txt") + " -o " + p("sr.html"));
+  EXPECT_EQ(sr.exit_code, 2);
+  EXPECT_NE(sr.err.find("sendrecv_perf measures point-to-point transfers"), std::string::npos)
+      << sr.err;
+  EXPECT_NE(sr.err.find("about the latency_us"), std::string::npos) << sr.err;
+  EXPECT_FALSE(fs::exists(dir_ / "sr.html"));
+}
+
 }  // namespace
 }  // namespace collkit

@@ -202,6 +202,8 @@ TEST_F(BenchCliTest, RootOutOfRange) {
 }
 
 TEST_F(BenchCliTest, UnknownNames) {
+  expect_usage_error(bench(2, "--collective broadcast -r all"),
+                     "-r all: bench measures one root per run");
   expect_usage_error(bench(2, "--collective allreduc"),
                      "unknown collective 'allreduc'; did you mean 'all_reduce'?");
   expect_usage_error(bench(2, "--collective all_reduce --algorithm ring,nope"),
