@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -112,6 +113,57 @@ TEST_F(NewUserHabits, EveryRootTypeAndOpInOneRun) {
       << sr.err;
   EXPECT_NE(sr.err.find("about the latency_us"), std::string::npos) << sr.err;
   EXPECT_FALSE(fs::exists(dir_ / "sr.html"));
+}
+
+// Item 18: collkit reads back the tables it prints (simulate's and bench's,
+// as users keep them), and "-" reads standard input wherever a file is read.
+TEST_F(NewUserHabits, OwnTablesAndStandardInputAreRead) {
+  const std::string sim = "simulate --topology " + kDgx +
+                          " --collective all_reduce --algorithm ring,rabenseifner -b 1K -e 1M -f 4";
+  const std::string bin = "'" + std::string(COLLKIT_BINARY) + "' ";
+  ASSERT_EQ(run("--version >/dev/null && (" + bin + sim + " --json " + p("s.json") + " >" +
+                p("s.txt") + ")")
+                .exit_code,
+            0);
+  RunResult r = run("report " + p("s.txt") + " --format csv -o -");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(",simulate,ring,1024,false,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(",simulate,rabenseifner,1048576,false,"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(",true,"), std::string::npos) << "simulated in-place columns are copies";
+  // The table against the JSON it was printed with: the same figures, as
+  // printed (two decimals), so every error is 0.0%.
+  r = run("compare " + p("s.json") + " " + p("s.txt"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ring"), std::string::npos) << r.out;
+  r = run("compare " + p("s.json") + " " + p("s.txt") + " --json " + p("c.json"));
+  const Json c = Json::parse(slurp(dir_ / "c.json"));
+  EXPECT_LT(std::abs(c["summary"]["median_abs_error"].get<double>()), 0.005) << c.dump(1);
+  // Standard input: a pipe into report, a topology, a measured log.
+  r = run(sim + " | " + bin + "report - --format csv -o " + p("piped.csv"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(slurp(dir_ / "piped.csv").find(",-:"), std::string::npos) << slurp(dir_ / "piped.csv");
+  r = run("simulate --topology - --collective all_reduce --algorithm ring -b 1K -e 1K <" +
+          std::string(COLLKIT_SOURCE_DIR) + "/topologies/ring-8.json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string log =
+      (kSource / "tests/data/nccl-tests/h100x8_allreduce_ring_together-nccl-tests.txt").string();
+  r = run("compare " + p("s.json") + " - --collective all_reduce --match ring <'" + log + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // bench's tables too (one process: one rank), in place and out of place.
+  r = run("--version >/dev/null && (" + bin +
+          "bench --backend mpi --collective all_reduce --algorithm ring,native -b 1K -e 2K -f 2 "
+          "-n 2 -w 0 >" +
+          p("b.txt") + ")");
+  if (r.err.find("unknown subcommand 'bench'") == std::string::npos) {
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = run("report " + p("b.txt") + " --format csv -o -");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find(",measure,ring,2048,false,"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(",measure,native,1024,false,"), std::string::npos) << r.out;
+  }
+  // Standard input is read once: two inputs "-" are refused.
+  expect_error(run("report - - --collective all_reduce -o " + p("x.html") + " <'" + log + "'"),
+               "- (standard input): standard input is read once");
 }
 
 }  // namespace
