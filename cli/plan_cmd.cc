@@ -9,6 +9,7 @@
 #include "core/atomic_file.h"
 #include "core/dtypes.h"
 #include "core/error.h"
+#include "core/progress.h"
 #include "core/sizes.h"
 #include "planner/planner.h"
 #include "planner/planner_model.h"
@@ -35,6 +36,7 @@ struct PlanArgs {
   std::string collectives = "auto";
   // A layout to price (--tp --pp --dp --zero); empty = not given.
   std::string tp, pp, dp, zero;
+  bool quiet = false;
 };
 
 std::int64_t parse_positive(const std::string& flag, const std::string& text, bool allow_zero) {
@@ -98,7 +100,15 @@ void run_plan(const PlanArgs& a) {
   opts.nccl =
       a.collectives == "nccl" || (a.collectives == "auto" && gpu_topology(*topology, opts.ranks));
 
-  const PlanResult result = make_plan(model, *topology, opts);
+  PlanResult result;
+  {
+    // The planner reports nothing while it works: the elapsed time, so that
+    // a plan at scale (a minute for GPT-3 on 1024 GPUs) is not silence.
+    Progress progress("plan " + model.name + " on " + std::to_string(opts.ranks) + " ranks", 0,
+                      {a.quiet});
+    progress.start_ticker();
+    result = make_plan(model, *topology, opts);
+  }
   std::fputs(format_plan(result, model, opts).c_str(), stdout);
   std::fflush(stdout);
   if (!a.json_path.empty()) {
@@ -146,6 +156,9 @@ void add_plan_command(CLI::App& app) {
                   "registered algorithm (best); auto (default): nccl where every rank is a GPU "
                   "(pipelined endpoints), best elsewhere");
   cmd->add_option("--json", a->json_path, "Write the plan as JSON to this file (atomically)");
+  cmd->add_flag("--quiet", a->quiet,
+                "No progress on standard error (the elapsed time, after a few seconds: on a "
+                "terminal in place, otherwise a line every 10 s)");
   cmd->callback([a] { run_plan(*a); });
 }
 

@@ -13,6 +13,7 @@
 #include "core/atomic_file.h"
 #include "core/dtypes.h"
 #include "core/error.h"
+#include "core/progress.h"
 #include "core/sizes.h"
 #include "sim/engine.h"
 #include "topologies/topology.h"
@@ -33,6 +34,7 @@ struct TunerArgs {
   std::string op = "sum";
   std::string model = "flow";
   std::string launch = "proc";
+  bool quiet = false;
 };
 
 // "8,16,0": rank counts, 0 = all ranks of the topology.
@@ -115,12 +117,17 @@ void run_tuner(const TunerArgs& a) {
   }
   TunerModel model;
   const std::string topo_name = topologies.front()->name;
+  Progress progress("tuner on " + topo_name, topologies.size(), {a.quiet});
+  progress.start_ticker();
   for (const std::unique_ptr<Topology>& topology : topologies) {
+    progress.update(model.comms.size(), std::to_string(topology->num_ranks()) + " ranks");
     TunerComm comm = tuner_comm(*topology, topology->num_ranks(), spec);
-    std::fprintf(stderr, "collkit: tuner: %d ranks on %d node(s): %zu tables\n", comm.ranks,
-                 comm.nodes, comm.tables.size());
+    progress.print("collkit: tuner: " + std::to_string(comm.ranks) + " ranks on " +
+                   std::to_string(comm.nodes) + " node(s): " + std::to_string(comm.tables.size()) +
+                   " tables");
     model.comms.push_back(std::move(comm));
   }
+  progress.finish();
   const std::string sizes = human(static_cast<std::uint64_t>(spec.sizes.front())) + ".." +
                             human(static_cast<std::uint64_t>(spec.sizes.back())) + " x" +
                             std::to_string(factor);
@@ -184,6 +191,7 @@ void add_tuner_command(CLI::App& app) {
   cmd->add_option("--net-model", a->model, "Network model: flow (link sharing) or alpha-beta");
   cmd->add_option("--launch", a->launch,
                   "How calls are launched, as collkit simulate: proc (default) or group:G");
+  cmd->add_flag("--quiet", a->quiet, "No progress on standard error");
   cmd->callback([a] { run_tuner(*a); });
 }
 

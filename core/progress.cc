@@ -28,7 +28,7 @@ Progress::Progress(std::string what, std::size_t total, ProgressOptions options)
       total_(total),
       active_(options.enabled && !options.quiet),
       terminal_(::isatty(STDERR_FILENO) == 1),
-      after_(std::chrono::seconds(2)),
+      after_(terminal_ ? std::chrono::seconds(2) : std::chrono::seconds(10)),
       every_(terminal_ ? std::chrono::milliseconds(100) : std::chrono::seconds(10)),
       start_(Clock::now()) {
   if (const char* v = std::getenv("COLLKIT_PROGRESS_INTERVAL_MS")) {
@@ -62,6 +62,16 @@ void Progress::start_ticker() {
       if (!finished_) draw_locked(Clock::now(), false);
     }
   });
+}
+
+void Progress::print(const std::string& line) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (drawn_) {
+    std::fprintf(stderr, "\r%*s\r", 100, "");
+    drawn_ = false;
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+  std::fflush(stderr);
 }
 
 void Progress::finish() {

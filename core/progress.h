@@ -1,10 +1,10 @@
 // Progress of a long run on standard error, the one reporter every command
-// uses (issue 40): silent for a run's first seconds, so short runs and the
-// logs of tests stay as they were; then
+// uses (issue 40): silent for a run's first seconds (2 on a terminal, 10
+// otherwise), so short runs and logs stay as they were; then
 //   - on a terminal, one bar redrawn in place and cleared when the run ends:
 //       [##########..............................]  25%  3/12  0:12  ~0:36 left  ring
-//   - otherwise (a log, a pipe, mpirun's forwarded stderr), a line now and
-//     then:
+//   - otherwise (a log, a pipe, mpirun's forwarded stderr), a line every
+//     10 s:
 //       collkit: simulate: 25% (3 of 12), 0:12 elapsed, about 0:36 left: ring
 //   - with a total of 0 (work that cannot count itself), elapsed time only.
 // `quiet` (--quiet) silences it; `enabled` false is a process that does not
@@ -41,6 +41,10 @@ class Progress {
   // Redraws on a timer too, for work that reports rarely or never (a plan,
   // a measurement of many iterations): the elapsed time keeps moving.
   void start_ticker();
+  // Prints one line of the command's own on standard error, above the bar
+  // (cleared first, redrawn at the next update), whether or not progress
+  // shows.
+  void print(const std::string& line);
   // Clears the bar (a terminal); stops the ticker. Called by the destructor.
   void finish();
 

@@ -1,6 +1,7 @@
 #include "reports/bench_report.h"
 
 #include <cstdio>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -45,8 +46,10 @@ std::string table_row(const ResultRow& oop, bool have_oop, const ResultRow* ip,
 class BenchReportSink final : public realrun::BenchSink {
  public:
   BenchReportSink(std::string version, std::string nccl_tests_json,
-                  std::vector<std::string> command_line)
-      : nccl_tests_json_(std::move(nccl_tests_json)), command_line_(std::move(command_line)) {
+                  std::vector<std::string> command_line, ProgressOptions progress)
+      : nccl_tests_json_(std::move(nccl_tests_json)),
+        command_line_(std::move(command_line)),
+        progress_options_(progress) {
     report_.collkit_version = std::move(version);
     if (!nccl_tests_json_.empty()) check_writable(nccl_tests_json_);
   }
@@ -76,6 +79,15 @@ class BenchReportSink final : public realrun::BenchSink {
     report_.op = cfg.ops.front();
     report_.root = cfg.root;
     mixed_ = cfg.dtypes.size() > 1 || cfg.ops.size() > 1;
+    // One step per table row; -N 0 (until interrupted) has no total.
+    const std::size_t rows =
+        cfg.algorithms.size() * cfg.sizes.size() * cfg.dtypes.size() * cfg.ops.size();
+    progress_ = std::make_unique<Progress>(
+        "bench " + std::string(to_string(cfg.collective)),
+        cfg.cycles > 0 ? rows * static_cast<std::size_t>(cfg.cycles) : 0, progress_options_);
+    // A row of many iterations at a large size takes long: the elapsed time
+    // keeps moving between rows.
+    progress_->start_ticker();
   }
 
   void begin_algorithm(const std::string& algorithm, int cycle) override {
@@ -118,6 +130,9 @@ class BenchReportSink final : public realrun::BenchSink {
                                 root_column(c, cfg_.root))
                           .c_str());
     std::fflush(stdout);
+    if (progress_)
+      progress_->update(++rows_done_, algorithm_ + " " + std::to_string(size.bytes) + " B " +
+                                          std::string(to_string(type)));
   }
 
   void end_algorithm(const std::set<std::string>& out_of_place_unavailable,
@@ -137,6 +152,7 @@ class BenchReportSink final : public realrun::BenchSink {
   }
 
   void end(const Json& backend_extra) override {
+    progress_.reset();  // the bar is cleared before the summary
     report_.best = compute_best(report_.results);
     for (const auto& [key, value] : backend_extra.items()) report_.extra[key] = value;
     report_.extra["segment_model"] = segment_model_json(realrun::kBenchSegmentModel);
@@ -176,6 +192,9 @@ class BenchReportSink final : public realrun::BenchSink {
  private:
   std::string nccl_tests_json_;
   std::vector<std::string> command_line_;
+  ProgressOptions progress_options_;
+  std::unique_ptr<Progress> progress_;
+  std::size_t rows_done_ = 0;
   std::string start_time_;
   BenchConfig cfg_;
   int ranks_ = 0;
@@ -194,8 +213,8 @@ class BenchReportSink final : public realrun::BenchSink {
 
 std::unique_ptr<realrun::BenchSink> make_bench_report_sink(
     const realrun::BenchArgs& args, const std::string& nccl_tests_json,
-    const std::vector<std::string>& command_line) {
-  return std::make_unique<BenchReportSink>(args.version, nccl_tests_json, command_line);
+    const std::vector<std::string>& command_line, ProgressOptions progress) {
+  return std::make_unique<BenchReportSink>(args.version, nccl_tests_json, command_line, progress);
 }
 
 }  // namespace collkit

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/progress.h"
 #include "realrun/harness.h"
 
 namespace collkit {
@@ -17,8 +18,10 @@ namespace collkit {
 // when the sink is made, before the first measurement. `command_line` is
 // the process's argv: the -J files' "args" (empty: they name the backend
 // and collective alone).
+// `progress`: how the sink shows progress on standard error (core/progress.h;
+// --quiet silences it).
 std::unique_ptr<realrun::BenchSink> make_bench_report_sink(
     const realrun::BenchArgs& args, const std::string& nccl_tests_json = "",
-    const std::vector<std::string>& command_line = {});
+    const std::vector<std::string>& command_line = {}, ProgressOptions progress = {});
 
 }  // namespace collkit

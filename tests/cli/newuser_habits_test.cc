@@ -166,5 +166,52 @@ TEST_F(NewUserHabits, OwnTablesAndStandardInputAreRead) {
                "- (standard input): standard input is read once");
 }
 
+// Item 19: simulate, plan, tuner and bench show progress on standard error
+// (lines when it is not a terminal; COLLKIT_PROGRESS_INTERVAL_MS=0 turns the
+// first seconds of silence off), --quiet silences it, and under mpirun one
+// rank prints it.
+TEST_F(NewUserHabits, LongRunsShowProgressUnlessQuiet) {
+  const std::string bin = " COLLKIT_PROGRESS_INTERVAL_MS=0 '" + std::string(COLLKIT_BINARY) + "' ";
+  const auto with_progress = [&](const std::string& args) {
+    return run("--version >/dev/null && (" + bin + args + ")");
+  };
+  const std::string ring8 = (kSource / "topologies/ring-8.json").string();
+  const std::string sim = "simulate --topology " + ring8 +
+                          " --collective all_reduce --algorithm ring,rabenseifner -b 1K -e 2K -f 2";
+  RunResult r = with_progress(sim);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("collkit: simulate all_reduce on ring-8: 25% (1 of 4), 0:00 elapsed"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("100% (4 of 4)"), std::string::npos) << r.err;
+  r = with_progress(sim + " --quiet");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.err, "");
+  // The planner counts nothing: the elapsed time, on a timer.
+  r = with_progress("plan --model " + (kSource / "models/llama2-7b.json").string() +
+                    " --topology " + (kSource / "topologies/h100-cluster-4x8.json").string() +
+                    " --batch 64");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("collkit: plan llama2-7b on 32 ranks: 0:00 elapsed (still running)"),
+            std::string::npos)
+      << r.err;
+  r = with_progress("tuner --topology " + kDgx + " -b 1M -e 2M -o " + p("t") + " --ranks 8,4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("collkit: tuner on dgx-h100: 50% (1 of 2)"), std::string::npos) << r.err;
+  r = with_progress(
+      "bench --backend mpi --collective all_reduce --algorithm ring,native -b 1K "
+      "-e 2K -f 2 -n 1 -w 0");
+  if (r.err.find("unknown subcommand 'bench'") != std::string::npos) return;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("collkit: bench all_reduce: 25% (1 of 4), 0:00 elapsed"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(": native 2048 B float"), std::string::npos) << r.err;
+  r = with_progress(
+      "bench --backend mpi --collective all_reduce --algorithm ring -b 1K -e 2K -f 2 "
+      "-n 1 -w 0 --quiet");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+}
+
 }  // namespace
 }  // namespace collkit

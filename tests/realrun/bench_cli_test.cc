@@ -124,6 +124,17 @@ TEST_F(BenchCliTest, MscclFileOutsideItsDeclarationIsNotMeasured) {
       << r.output;
 }
 
+// Issue 40 item 19: under mpirun one process (rank 0) shows the progress.
+TEST_F(BenchCliTest, ProgressComesFromRankZeroOnly) {
+  const Result r = run("env COLLKIT_PROGRESS_INTERVAL_MS=0 " +
+                       bench(2,
+                             "--collective all_reduce --algorithm ring -b 1K -e 2K -f 2 -n 1 "
+                             "-w 0"));
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_EQ(occurrences(r.output, "collkit: bench all_reduce: 50% (1 of 2)"), 1) << r.output;
+  EXPECT_EQ(occurrences(r.output, "collkit: bench all_reduce: 100% (2 of 2)"), 1) << r.output;
+}
+
 // nccl-tests' flags: its defaults, and a refusal that says why where a flag
 // has no meaning for the backend.
 TEST_F(BenchCliTest, NcclTestsFlags) {
