@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/input_file.h"
+#include "core/json.h"
 
 namespace collkit {
 namespace {
@@ -301,7 +302,9 @@ DerivedLayer derive_layer(LayerKind kind, const json& shape, const std::string& 
 Model parse_model(const std::string& text, const std::string& file) {
   json doc;
   try {
-    doc = json::parse(text);
+    doc = parse_json_unique<json>(text);
+  } catch (const DuplicateJsonKey& e) {
+    throw FileError(file + ": " + e.what() + ": JSON keeps one of the two silently; give it once");
   } catch (const json::exception& e) {
     // parse_error, or out_of_range for a number a double cannot hold (1e999).
     throw FileError(file + ": malformed JSON: " + e.what());
@@ -312,6 +315,8 @@ Model parse_model(const std::string& text, const std::string& file) {
   model.file = file;
   if (!top.has("name")) throw FileError(file + ": missing key 'name'");
   model.name = top.text("name", "");
+  if (model.name.find_first_not_of(" \t") == std::string::npos)
+    throw FileError(file + ".name: empty; the model needs a name (the plan prints it)");
   model.description = top.text("description", "");
   top.text("source", "");
   if (!top.has("layers")) throw FileError(file + ": missing key 'layers'");
@@ -326,6 +331,9 @@ Model parse_model(const std::string& text, const std::string& file) {
     Layer l;
     if (!f.has("name")) throw FileError(where + ": missing key 'name'");
     l.name = f.text("name", "");
+    // The plan names layers by it: an empty (or blank) name names nothing.
+    if (l.name.find_first_not_of(" \t") == std::string::npos)
+      throw FileError(where + ".name: empty; every layer needs a name (the plan lists it)");
     const std::string named = where + " (" + l.name + ")";
     f.set_where(named);
     if (!names.insert(l.name).second) throw FileError(named + ".name: duplicate layer name");

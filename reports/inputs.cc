@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/input_file.h"
+#include "core/json.h"
 #include "reports/compare.h"
 
 namespace collkit {
@@ -44,7 +45,10 @@ std::vector<InputRun> parse_runs(const std::string& text, const std::string& fil
   if (i < text.size() && (text[i] == '{' || text[i] == '[') && !labelled) {
     Json j;
     try {
-      j = Json::parse(text.begin() + static_cast<std::ptrdiff_t>(i), text.end());
+      j = parse_json_unique<Json>(std::string_view(text).substr(i));
+    } catch (const DuplicateJsonKey& e) {
+      throw FileError(file + ": " + e.what() +
+                      ": JSON keeps one of the two silently; give it once");
     } catch (const Json::exception& e) {
       // parse_error, or out_of_range for a number a double cannot hold.
       throw FileError(file + ": malformed JSON: " + e.what());

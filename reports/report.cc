@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/input_file.h"
+#include "core/json.h"
 
 namespace collkit {
 namespace {
@@ -329,6 +330,41 @@ Json to_json(const Report& report) {
   return j;
 }
 
+namespace {
+
+// The longest time a report row may hold: 11.6 days, beyond any collective.
+constexpr double kMaxReportTimeUs = 1e12;
+
+// A row's three figures say one thing: algbw = bytes / time, busbw = algbw x
+// the collective's factor (as every collkit writer computes them), and the
+// time is one a run can take. An edited or corrupted row is named, not
+// drawn or compared.
+void check_figures(const ResultRow& row, int ranks, const std::string& file,
+                   const std::string& path) {
+  const auto fail = [&](const std::string& key, const std::string& what) {
+    throw FileError(file + ": " + path + "." + key + ": " + what);
+  };
+  if (row.time_us > kMaxReportTimeUs)
+    fail("time_us",
+         format_double(row.time_us) + " us is longer than any run (at most 1e12 us, 11.6 days)");
+  const auto near = [](double a, double b) {
+    return std::fabs(a - b) <= 1e-6 * std::max(std::fabs(a), std::fabs(b)) + 1e-9;
+  };
+  const double algbw = algbw_gbps(row.bytes, row.time_us);
+  if (!near(row.algbw_gbps, algbw))
+    fail("algbw_gbps", format_double(row.algbw_gbps) +
+                           " GB/s, but bytes / time_us = " + std::to_string(row.bytes) + " B / " +
+                           format_double(row.time_us) + " us = " + format_double(algbw) + " GB/s");
+  const double factor = busbw_factor(row.collective, ranks);
+  if (!near(row.busbw_gbps, row.algbw_gbps * factor))
+    fail("busbw_gbps", format_double(row.busbw_gbps) + " GB/s, but algbw_gbps x " +
+                           format_double(factor) + " (" + std::string(to_string(row.collective)) +
+                           ", " + std::to_string(ranks) +
+                           " ranks) = " + format_double(row.algbw_gbps * factor) + " GB/s");
+}
+
+}  // namespace
+
 Report report_from_json(const Json& j, const std::string& file) {
   if (!j.is_object() || !j.contains("collkit_version")) {
     const bool nccl_tests = j.is_object() && j.contains("config") && j.contains("results");
@@ -351,8 +387,11 @@ Report report_from_json(const Json& j, const std::string& file) {
   rep.op = r.named("op", [](const std::string& s) { return parse_red_op(s); });
   rep.root = static_cast<int>(r.integer("root", -1));
   const Json& results = r.array("results");
-  for (size_t i = 0; i < results.size(); ++i)
-    rep.results.push_back(read_row(results[i], file, "results[" + std::to_string(i) + "]"));
+  for (size_t i = 0; i < results.size(); ++i) {
+    const std::string path = "results[" + std::to_string(i) + "]";
+    rep.results.push_back(read_row(results[i], file, path));
+    check_figures(rep.results.back(), rep.ranks, file, path);
+  }
   const Json& best = r.array("best");
   for (size_t i = 0; i < best.size(); ++i)
     rep.best.push_back(read_best(best[i], file, "best[" + std::to_string(i) + "]"));
@@ -364,7 +403,9 @@ Report report_from_json(const Json& j, const std::string& file) {
 Report parse_report(const std::string& text, const std::string& file) {
   Json j;
   try {
-    j = Json::parse(text);
+    j = parse_json_unique<Json>(text);
+  } catch (const DuplicateJsonKey& e) {
+    throw FileError(file + ": " + e.what() + ": JSON keeps one of the two silently; give it once");
   } catch (const Json::exception& e) {
     // parse_error, or out_of_range for a number a double cannot hold (1e999).
     throw FileError(file + ": malformed JSON: " + e.what());

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/input_file.h"
+#include "core/json.h"
 #include "core/protocol.h"
 #include "topologies/astra.h"
 #include "topologies/builders.h"
@@ -24,6 +25,7 @@ constexpr std::int64_t kMaxRanks = std::int64_t{1} << 30;
 // Latencies are compared in whole picoseconds with 16 bits left for hops
 // (graph routing); one second per link keeps path sums far from overflow.
 constexpr double kMaxLatencyUs = 1e6;
+constexpr double kMinBandwidthGbps = 1e-6;
 constexpr double kMaxCacheMb = 1e9;
 constexpr int kMaxFatTreeK = 128;
 // Generators that build an explicit graph (torus with shortest routing,
@@ -120,6 +122,10 @@ class Reader {
                    std::optional<double> def_gbps = std::nullopt) const {
     double gbps = number(obj, path, key, def_gbps, "bandwidth in GB/s, > 0");
     if (!(gbps > 0)) fail(field(path, key), "must be > 0 (GB/s), got " + show(obj.at(key)));
+    // Below 1 kB/s a message of a few MB takes longer than any run, and
+    // 1e-300 prints a time of 300 digits: not a link.
+    if (gbps < kMinBandwidthGbps)
+      fail(field(path, key), "must be at least 1e-06 GB/s (1 kB/s), got " + show(obj.at(key)));
     // 1e300 GB/s would overflow to an infinite bandwidth in bytes per second.
     if (!std::isfinite(gbps * 1e9)) {
       fail(field(path, key), "must be finite in bytes per second, got " + show(obj.at(key)));
@@ -741,7 +747,9 @@ std::unique_ptr<Topology> parse_topology(const std::string& text, const std::str
                                          int ranks) {
   json top;
   try {
-    top = json::parse(text);
+    top = parse_json_unique<json>(text);
+  } catch (const DuplicateJsonKey& e) {
+    throw FileError(file + ": " + e.what() + ": JSON keeps one of the two silently; give it once");
   } catch (const json::parse_error& e) {
     // e.byte is the 1-based offset of the character that failed to parse.
     std::size_t pos = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
