@@ -309,6 +309,15 @@ Model parse_model(const std::string& text, const std::string& file) {
     // parse_error, or out_of_range for a number a double cannot hold (1e999).
     throw FileError(file + ": malformed JSON: " + e.what());
   }
+  // A topology given as --model: say so, not "unknown key".
+  if (doc.is_object() && !doc.contains("layers") &&
+      (doc.contains("generator") || doc.contains("dims") || doc.contains("nodes")))
+    throw FileError(file + ": a topology file (it has \"" +
+                    (doc.contains("generator") ? "generator"
+                     : doc.contains("dims")    ? "dims"
+                                               : "nodes") +
+                    "\"), not a model; a topology is --topology FILE, a model lists \"layers\" "
+                    "(docs/MODELS.md)");
   Fields top(doc, file);
   top.only({"name", "description", "source", "params", "layers"});
   Model model;

@@ -760,6 +760,13 @@ std::unique_ptr<Topology> parse_topology(const std::string& text, const std::str
     // Keep nlohmann's explanation, not its own position prefix.
     auto colon = what.find(": ", what.find("parse error"));
     if (colon != std::string::npos) what = what.substr(colon + 2);
+    // An ASTRA-sim network YAML given without its prefix is not broken JSON.
+    const std::string stem_ext = file.size() >= 5 ? file.substr(file.size() - 5) : file;
+    if (stem_ext == ".yaml" || (file.size() >= 4 && file.substr(file.size() - 4) == ".yml"))
+      throw FileError(file +
+                      ": not JSON, and the name says YAML: an ASTRA-sim network YAML is "
+                      "read as --topology astra:" +
+                      file);
     throw FileError(file + ":" + std::to_string(line) + ":" + std::to_string(col) +
                     ": malformed JSON: " + what);
   } catch (const json::exception& e) {
@@ -769,6 +776,16 @@ std::unique_ptr<Topology> parse_topology(const std::string& text, const std::str
   }
   Reader rd(file);
   rd.object(top, "");
+  // Another of collkit's files given as a topology: name what it is.
+  if (top.contains("layers") && !top.contains("generator") && !top.contains("dims") &&
+      !top.contains("nodes"))
+    throw FileError(file +
+                    ": a model file (it has \"layers\"), not a topology; a model is "
+                    "plan --model FILE");
+  if (top.contains("collkit_version") || (top.contains("results") && top.contains("config")))
+    throw FileError(file + ": a report (it has \"" +
+                    (top.contains("collkit_version") ? "collkit_version" : "results") +
+                    "\"), not a topology; a report is an input of report, compare and calibrate");
   rd.keys(top, "", kTopKeys);
   EndpointProps ep;
   if (const json* e = rd.find(top, "endpoint")) {

@@ -94,5 +94,38 @@ TEST_F(NewUserLeftovers, DubiousInputsAreRefused) {
   EXPECT_FALSE(fs::exists(dir_ / "x.html"));
 }
 
+// The problem named is the one there is: a directory, a YAML file without
+// astra:, a topology given as a model and the other way round, a missing
+// file with the system's reason.
+TEST_F(NewUserLeftovers, TheRightProblemIsNamed) {
+  const std::string dgx = (kSource / "topologies/dgx-h100.json").string();
+  const std::string yml = (kSource / "tests/golden/astra-3d.yml").string();
+  const std::string model = (kSource / "models/gpt2-124m.json").string();
+  expect_error(run("simulate --collective all_reduce --topology " + dir_.string()),
+               dir_.string() + ": is a directory, not a topology file");
+  expect_error(run("simulate --collective all_reduce --topology " + yml),
+               yml +
+                   ": not JSON, and the name says YAML: an ASTRA-sim network YAML is read as "
+                   "--topology astra:" +
+                   yml);
+  expect_error(run("plan --model " + dgx + " --topology " + dgx + " --batch 8"),
+               dgx + ": a topology file (it has \"generator\"), not a model");
+  expect_error(run("simulate --collective all_reduce --topology " + model),
+               model + ": a model file (it has \"layers\"), not a topology");
+  report();
+  expect_error(run("simulate --collective all_reduce --topology " + p("s.json")),
+               "s.json: a report (it has \"collkit_version\"), not a topology");
+  for (const std::string& cmd : {"simulate --collective all_reduce --topology " + p("none.json"),
+                                 "plan --topology " + dgx + " --batch 8 --model " + p("none.json"),
+                                 "report " + p("none.json") + " -o " + p("x.html"),
+                                 "simulate --collective all_reduce --topology " + dgx +
+                                     " --algorithm msccl:" + p("none.xml")})
+    expect_error(run(cmd), ": cannot open the ");
+  for (const std::string& cmd : {"simulate --collective all_reduce --topology " + p("none.json"),
+                                 "plan --topology " + dgx + " --batch 8 --model " + p("none.json"),
+                                 "report " + p("none.json") + " -o " + p("x.html")})
+    EXPECT_NE(run(cmd).err.find(": No such file or directory\n"), std::string::npos) << cmd;
+}
+
 }  // namespace
 }  // namespace collkit
