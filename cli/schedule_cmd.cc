@@ -27,7 +27,12 @@ void add_algorithms_command(CLI::App& app) {
   cmd->add_flag("--markdown", *markdown, "Print docs/ALGORITHMS.md (the catalogue with costs)");
   cmd->callback([collective, markdown] {
     if (*markdown) {
-      std::fputs(catalogue_markdown().c_str(), stdout);
+      // --collective: that collective's section, as --markdown prints it.
+      std::fputs(catalogue_markdown(collective->empty()
+                                        ? std::nullopt
+                                        : std::optional<Collective>(parse_collective(*collective)))
+                     .c_str(),
+                 stdout);
       return;
     }
     for (Collective c : kAllCollectives) {

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -150,6 +151,7 @@ void run_simulate(const SimulateArgs& a) {
   // --segments-as: the segment choice of a measured run, read before the
   // topology so that a bad file fails first and alone.
   std::optional<CostParams> run_model;
+  std::optional<Report> segments_run;  // a collkit report's, checked against the sweep below
   if (!a.segments_as.empty()) {
     ReadOptions read;
     read.collective = sweep.collective;
@@ -164,6 +166,7 @@ void run_simulate(const SimulateArgs& a) {
                    a.segments_as.c_str(), std::string(to_string(runs.front().format)).c_str());
     } else {
       run_model = segment_model_of(run, a.segments_as);
+      segments_run = run;
       // The run's nccl variants ran with bench's default channel plan.
       sweep.nccl_as_bench = true;
       if (!run_model)
@@ -179,6 +182,22 @@ void run_simulate(const SimulateArgs& a) {
   sweep.ranks = topology->num_ranks();
   check_ranks_fit(sweep.ranks, "--topology " + a.topology);
   check_launch_fits(a.launch, options.launch_devices, sweep.ranks);
+  // The run whose segments are followed must be of this collective on as
+  // many ranks: another's segment choice predicts schedules it never ran.
+  if (segments_run) {
+    if (segments_run->ranks != sweep.ranks)
+      throw UsageError("--segments-as " + a.segments_as + ": a run on " +
+                       std::to_string(segments_run->ranks) + " ranks, but this simulation has " +
+                       std::to_string(sweep.ranks) + " (--ranks " +
+                       std::to_string(segments_run->ranks) + "?)");
+    const bool same_collective =
+        std::any_of(segments_run->results.begin(), segments_run->results.end(),
+                    [&](const ResultRow& r) { return r.collective == sweep.collective; });
+    if (!same_collective && !segments_run->results.empty())
+      throw UsageError("--segments-as " + a.segments_as + ": a run of " +
+                       std::string(to_string(segments_run->results.front().collective)) +
+                       ", but this simulation is " + std::string(to_string(sweep.collective)));
+  }
   sweep.model = run_model.value_or(cost_params_of(*topology, sweep.ranks));
   std::vector<int> roots = {sweep.root};
   if (every_root && is_rooted(sweep.collective)) {

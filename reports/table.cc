@@ -76,16 +76,27 @@ std::string format_table(const Report& report, Collective collective,
     const ResultRow* in_place = nullptr;
   };
   std::vector<Line> lines;
-  std::map<std::tuple<std::int64_t, int, int, int>, size_t> index;
+  // Rows of one size pair up in order; a size that repeats (1 and 2 bytes of
+  // float both map to 0) is a line of its own each time, as bench prints it.
+  std::map<std::tuple<std::int64_t, int, int, int>, std::vector<size_t>> index;
   for (const ResultRow& row : report.results) {
     if (row.collective != collective || row.algorithm != algorithm) continue;
     const auto key = std::make_tuple(row.bytes, static_cast<int>(row.dtype.value_or(report.dtype)),
                                      static_cast<int>(row.op.value_or(report.op)),
                                      row.root.value_or(report.root));
-    auto [it, inserted] = index.try_emplace(key, lines.size());
-    if (inserted) lines.emplace_back();
-    Line& line = lines[it->second];
-    (row.in_place ? line.in_place : line.out_of_place) = &row;
+    std::vector<size_t>& at = index[key];
+    const auto free = std::find_if(at.begin(), at.end(), [&](size_t i) {
+      return (row.in_place ? lines[i].in_place : lines[i].out_of_place) == nullptr;
+    });
+    size_t i = 0;
+    if (free != at.end()) {
+      i = *free;
+    } else {
+      i = lines.size();
+      lines.emplace_back();
+      at.push_back(i);
+    }
+    (row.in_place ? lines[i].in_place : lines[i].out_of_place) = &row;
   }
   if (lines.empty()) return "";
 

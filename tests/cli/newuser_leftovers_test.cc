@@ -127,5 +127,40 @@ TEST_F(NewUserLeftovers, TheRightProblemIsNamed) {
     EXPECT_NE(run(cmd).err.find(": No such file or directory\n"), std::string::npos) << cmd;
 }
 
+// Silent mismatches: --segments-as of another run, sizes that round alike,
+// --collective with --markdown, a .csv name given HTML.
+TEST_F(NewUserLeftovers, MismatchesAreNotSilent) {
+  ASSERT_EQ(run("simulate --topology " + kRing8 +
+                " --collective broadcast --algorithm linear -b 1K -e 1K --json " + p("bc.json"))
+                .exit_code,
+            0);
+  expect_error(run("simulate --topology " + kRing8 + " --collective all_reduce --segments-as " +
+                   p("bc.json")),
+               "bc.json: a run of broadcast, but this simulation is all_reduce");
+  expect_error(run("simulate --topology " + kRing8 +
+                   " --collective broadcast --ranks 4 --segments-as " + p("bc.json")),
+               "bc.json: a run on 8 ranks, but this simulation has 4 (--ranks 8?)");
+  // 1 and 2 bytes of float are both 0 bytes: two rows, as bench prints them.
+  RunResult r = run("simulate --topology " + kRing8 +
+                    " --collective all_reduce --algorithm ring -b 1 -e 8 -f 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::size_t rows = 0;
+  for (std::size_t at = r.out.find("\n           0             0"); at != std::string::npos;
+       at = r.out.find("\n           0             0", at + 1))
+    ++rows;
+  EXPECT_EQ(rows, 2u) << r.out;
+  r = run("algorithms --collective barrier --markdown");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("## barrier\n", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.find("## all_reduce"), std::string::npos);
+  report();
+  expect_error(run("report " + p("s.json") + " -o " + p("x.csv")),
+               "x.csv: the name says csv, but the format is html (the default); give --format csv");
+  EXPECT_FALSE(fs::exists(dir_ / "x.csv"));
+  r = run("report " + p("s.json") + " -o " + p("x.csv") + " --format csv");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(slurp(dir_ / "x.csv").rfind("collective,", 0), 0u);
+}
+
 }  // namespace
 }  // namespace collkit
