@@ -919,6 +919,41 @@ Json use_json(const CollectiveUse& u) {
   return j;
 }
 
+// The batch bounded as the model file's sizes are (64-bit integers): a
+// collective's bytes are samples x a layer's activation elements per sample
+// x bytes per element, and its count per step up to samples x repeat x the
+// layer's tensor-parallel all_reduces per micro-batch. A
+// batch whose products overflow priced nothing it could say (issue 40: a
+// division by a wrapped product died with SIGFPE, 10^12 samples printed steps
+// of 10^18 ms that "fit"), so it is refused, naming the layer that bounds it.
+void check_batch_fits(const Model& model, const PlanOptions& opts) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  const std::int64_t elem = size_of(opts.dtype);
+  std::int64_t limit = kMax / 2;  // micro-batch candidates double up to the batch
+  std::string why = "micro-batch candidates (powers of two) up to it overflow";
+  for (const Layer& l : model.layers) {
+    const std::int64_t act = std::max(l.act_in, l.act_out);
+    if (act > 0 && kMax / act / elem < limit) {
+      limit = kMax / act / elem;
+      why = "layer '" + l.name + "' keeps " + std::to_string(act) + " elements of " +
+            std::to_string(elem) + " bytes per sample, and a collective's bytes (samples x " +
+            std::to_string(act * elem) + ") overflow";
+    }
+    const std::int64_t per_sample_count =
+        std::max<std::int64_t>(1, l.repeat) * std::max(1, l.tp_all_reduces);
+    if (kMax / per_sample_count < limit) {
+      limit = kMax / per_sample_count;
+      why = "layer '" + l.name + "' repeats " + std::to_string(l.repeat) +
+            " times, and its collectives per step overflow";
+    }
+  }
+  if (opts.batch > limit)
+    throw UsageError("--batch " + std::to_string(opts.batch) + ": at most " +
+                     std::to_string(limit) + " samples for " + model.name + " in " +
+                     std::string(to_string(opts.dtype)) + ": " + why +
+                     " 64-bit integers beyond it");
+}
+
 }  // namespace
 
 bool gpu_topology(const Topology& topology, int ranks) {
@@ -936,6 +971,7 @@ PlanResult make_plan(const Model& model, const Topology& topology, const PlanOpt
   if (opts.micro_batch < 0)
     throw UsageError("--micro-batch " + std::to_string(opts.micro_batch) + ": must be >= 1");
   if (!(opts.device_memory > 0)) throw UsageError("--device-memory: must be > 0");
+  check_batch_fits(model, opts);
   Planner planner(model, topology, opts);
   return planner.run(topology);
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "tests/cli/cli_runner.h"
@@ -87,6 +88,36 @@ TEST_F(NewUserIo, RankCountsBeyondTheMachineAreRefusedAtOnce) {
     expect_error(r, "huge.json: 1073741824 ranks: simulating them needs 2048 GiB or more");
     EXPECT_NE(r.err.find("more than this machine's"), std::string::npos) << r.err;
   }
+}
+
+// Item 2: a batch whose byte counts overflow 64-bit integers is refused as
+// the model file's sizes are. llama2-7b's largest per-sample activation is
+// lm_head's 4096 tokens x 32000 vocabulary = 131072000 elements, 2 bytes in
+// bfloat16: at most (2^63 - 1) / 262144000 = 35184372088 samples. 2^62 + 1
+// died with SIGFPE (exit 136) before.
+TEST_F(NewUserIo, BatchBeyondSixtyFourBitByteCountsIsRefused) {
+  const std::int64_t per_sample = std::int64_t{4096} * 32000 * 2;
+  const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / per_sample;
+  ASSERT_EQ(limit, 35184372088);
+  const std::string plan = "plan --quiet --model " + std::string(COLLKIT_SOURCE_DIR) +
+                           "/models/llama2-7b.json --topology " + std::string(COLLKIT_SOURCE_DIR) +
+                           "/topologies/h100-cluster-4x8.json --batch ";
+  const std::string why =
+      ": at most 35184372088 samples for llama2-7b in bfloat16: layer "
+      "'lm_head' keeps 131072000 elements of 2 bytes per sample, and a "
+      "collective's bytes (samples x 262144000) overflow 64-bit integers "
+      "beyond it";
+  for (const std::string b : {"4611686018427387905", "35184372089", "1000000000000"})
+    expect_error(run("--version >/dev/null && timeout 60 '" + std::string(COLLKIT_BINARY) + "' " +
+                     plan + b + " --json " + p(b + ".json")),
+                 "--batch " + b + why);
+  EXPECT_FALSE(fs::exists(dir_ / "4611686018427387905.json"));
+  const RunResult r = run(plan + std::to_string(limit));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("batch 35184372088, bfloat16"), std::string::npos) << r.out;
+  // In float (4 bytes) the bound halves.
+  expect_error(run(plan + "17592186045" + " --dtype float"),
+               "--batch 17592186045: at most 17592186044 samples for llama2-7b in float:");
 }
 
 #if defined(__has_feature)
