@@ -1,5 +1,6 @@
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "core/sizes.h"
 #include "reports/inputs.h"
 #include "reports/report.h"
+#include "reports/report_extra.h"
 #include "sim/engine.h"
 #include "topologies/sha256.h"
 #include "topologies/topology.h"
@@ -32,7 +34,7 @@ struct CalibrateArgs {
   int ranks = 0;
   std::string match;
   std::string collective;
-  std::string launch = "proc";
+  std::string launch;  // empty: as the measured runs were launched
   std::string repeats = "all";
   bool accept = false;
 };
@@ -55,7 +57,7 @@ void run_calibrate(const CalibrateArgs& a) {
   options.max_iterations = a.max_iterations;
   options.starts = a.starts;
   options.match = a.match;
-  options.launch_devices = parse_launch_mode(a.launch);
+  if (!a.launch.empty()) options.launch_devices = parse_launch_mode(a.launch);
   if (a.repeats != "all" && a.repeats != "fastest")
     throw UsageError("--repeats '" + a.repeats + "': expected all or fastest");
   options.fastest_repeat = a.repeats == "fastest";
@@ -71,8 +73,7 @@ void run_calibrate(const CalibrateArgs& a) {
   const std::unique_ptr<Topology> base = parse_topology(base_text, a.topology, a.ranks);
   const std::string base_sha = sha256_hex(base_text);
   check_ranks_fit(base->num_ranks(), "--topology " + a.topology);
-  check_launch_fits(a.launch, options.launch_devices, base->num_ranks());
-
+  if (!a.launch.empty()) check_launch_fits(a.launch, options.launch_devices, base->num_ranks());
   // Every run of every file is fitted (an nccl-tests log may hold several).
   std::vector<CalibrationInput> inputs;
   for (const std::string& path : a.measured) {
@@ -88,7 +89,47 @@ void run_calibrate(const CalibrateArgs& a) {
     }
   }
 
+  // The calls are simulated as the measured runs were launched (nccl-tests
+  // -g G: one thread on G devices, nGpus G); --launch overrides it, with a
+  // word where it disagrees with a run.
+  std::string launch = a.launch;
+  std::string first_launch_file;
+  std::vector<std::string> launch_notes;  // printed once the fit ran
+  {
+    std::string& first_file = first_launch_file;
+    std::optional<LaunchOf> first;
+    for (const CalibrationInput& in : inputs) {
+      const std::optional<LaunchOf> l = extra_launch(in.report);
+      if (!l) continue;
+      if (!a.launch.empty()) {
+        if (l->devices != options.launch_devices)
+          launch_notes.push_back("collkit: warning: " + in.file + " was launched as " +
+                                 l->described() + "; fitted as --launch " + a.launch +
+                                 ", as given");
+      } else if (!first) {
+        first = l;
+        first_file = in.file;
+      } else if (first->devices != l->devices) {
+        throw UsageError(first_file + " was launched as " + first->described() + ", " + in.file +
+                         " as " + l->described() + ": calibrate them apart, or give --launch");
+      }
+    }
+    if (a.launch.empty()) {
+      launch = first ? first->flag() : "proc";
+      options.launch_devices = first ? first->devices : 1;
+      if (first && first->devices > 1)
+        launch_notes.push_back("collkit: note: calls simulated as " + first->described() + ", as " +
+                               first_file +
+                               " was launched; --launch proc fits them as one process per device");
+    }
+  }
+  if (a.launch.empty() && options.launch_devices > base->num_ranks())
+    throw UsageError(first_launch_file + ": launched on " + std::to_string(options.launch_devices) +
+                     " devices per thread, but --topology " + a.topology + " has " +
+                     std::to_string(base->num_ranks()) + " ranks");
+
   const CalibrationResult result = calibrate(inputs, *base, options);
+  for (const std::string& line : launch_notes) std::fprintf(stderr, "%s\n", line.c_str());
 
   std::string description = "Fitted by collkit calibrate (" +
                             std::string(to_string(options.model)) + " model) to " +
@@ -103,7 +144,9 @@ void run_calibrate(const CalibrateArgs& a) {
     description += "; rows below " + std::to_string(options.min_bytes) + " bytes left out";
   if (!options.match.empty())
     description += "; rows of algorithm nccl or native simulated as " + options.match;
-  if (options.launch_devices > 1) description += "; calls launched as --launch " + a.launch;
+  if (options.launch_devices > 1)
+    description += "; calls launched as --launch " + launch +
+                   (a.launch.empty() ? " (as the measured runs were)" : "");
   if (options.huber > 0) {
     char loss[96];
     std::snprintf(loss, sizeof loss, "; Huber loss, threshold %g", options.huber);
@@ -172,8 +215,9 @@ void add_calibrate_command(CLI::App& app) {
                   "fastest (only the least time of each: the machine at its best, where what "
                   "varies between repeats only slows a run down)");
   cmd->add_option("--launch", a->launch,
-                  "How the measured calls were launched: proc (one process per device, default) "
-                  "or group:G (one thread on G devices, as nccl-tests -g G)");
+                  "How the measured calls were launched: proc (one process per device) or "
+                  "group:G (one thread on G devices, as nccl-tests -g G); default: as the "
+                  "measured runs say (nGpus, config.ngpus, simulate's --launch), else proc");
   cmd->add_option("--match", a->match,
                   "The collkit algorithm whose schedule stands for rows of algorithm nccl "
                   "(nccl-tests) or native, e.g. ring (default: the registered algorithm 'nccl', "

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/nccl_sizes.h"
 #include "reports/report_extra.h"
+#include "sim/engine.h"
 
 namespace collkit {
 namespace {
@@ -1566,6 +1567,15 @@ class JsonReader {
       rep.ranks = static_cast<int>(n);
       rep.extra["ranks_from"] = "collkit.ranks";
     }
+    if (ext.contains("launch")) {
+      const std::string l = string(ext["launch"], "collkit.launch");
+      try {
+        parse_launch_mode(l);
+      } catch (const UsageError& e) {
+        fail("collkit.launch", e.what());
+      }
+      rep.extra["launch"] = l;
+    }
     if (ext.contains("topology") && ext["topology"].is_object()) {
       const Json& t = ext["topology"];
       TopologyInfo info;
@@ -1852,6 +1862,8 @@ Json nccl_tests_json(const Report& report, Collective collective, const std::str
   ext["dtype"] = std::string(to_string(report.dtype));
   ext["op"] = std::string(to_string(report.op));
   ext["root"] = report.root;
+  if (const std::optional<std::string> launch = extra_string(report, "launch"))
+    ext["launch"] = *launch;
   if (report.topology)
     ext["topology"] = {{"name", report.topology->name},
                        {"file", report.topology->file},

@@ -137,6 +137,67 @@ TEST_F(NewUserResults, LaunchGroupLargerThanTheRunIsRefused) {
       run("simulate --topology " + dgx + " --collective all_reduce --launch group:8").exit_code, 0);
 }
 
+// Item 12: the public ring log was run as nccl-tests -g 8 (nGpus 8: one
+// thread launches every call on 8 GPUs). compare said nothing against a
+// one-process prediction, and calibrate fitted it as one process per device.
+TEST_F(NewUserResults, CompareAndCalibrateFollowTheMeasuredLaunch) {
+  const std::string dgx = (kSource / "topologies/dgx-h100.json").string();
+  const std::string log = kRingLog.string();
+  const std::string sim = "simulate --topology " + dgx +
+                          " --collective all_reduce --algorithm nccl:ring -b 8 -e 8G -f 2";
+  ASSERT_EQ(run(sim + " --json " + p("s1.json") + " -J " + p("j1.json")).exit_code, 0);
+  ASSERT_EQ(run(sim + " --launch group:8 --json " + p("s8.json") + " -J " + p("j8.json")).exit_code,
+            0);
+  const std::string cmp = " --collective all_reduce --match nccl:ring";
+  RunResult r = run("compare " + p("s1.json") + " " + log + cmp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "collkit: note: " + log + " was launched as --launch group:8 (nGpus 8) but " +
+                       (dir_ / "s1.json").string() +
+                       " as --launch proc: a call's launch floor differs, which shows at small "
+                       "sizes; simulate with --launch group:8 to match\n");
+  // Matched: no word, as a simulate -J read back (collkit.launch) too.
+  r = run("compare " + p("s8.json") + " " + log + cmp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(Json::parse(slurp(dir_ / "j8.json"))["collkit"]["launch"], "group:8");
+  r = run("compare " + p("j8.json") + " " + log + cmp);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  // A nccl-tests -J file (no collkit object): config.ngpus says it.
+  Json nt = Json::parse(slurp(dir_ / "j1.json"));
+  ASSERT_EQ(nt["config"]["ngpus"], 8);
+  nt.erase("collkit");
+  std::ofstream(dir_ / "nt.json") << nt.dump();
+  r = run("compare " + p("s1.json") + " " + p("nt.json") + cmp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(" was launched as --launch group:8 (config.ngpus 8) but "),
+            std::string::npos)
+      << r.err;
+
+  // calibrate follows the log, says so, and records it in the fit.
+  const std::string cal = " --collective all_reduce --topology " + dgx +
+                          " --match nccl:ring --min-bytes 1M --starts 1 --max-iterations 20 -o ";
+  r = run("calibrate " + log + cal + p("fit.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "collkit: note: calls simulated as --launch group:8 (nGpus 8), as " + log +
+                       " was launched; --launch proc fits them as one process per device\n");
+  EXPECT_NE(slurp(dir_ / "fit.json")
+                .find("; calls launched as --launch group:8 (as the measured runs were)"),
+            std::string::npos);
+  // --launch given wins, with a word where the log disagrees.
+  r = run("calibrate " + log + cal + p("fit-proc.json") + " --launch proc");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "collkit: warning: " + log +
+                       " was launched as --launch group:8 (nGpus 8); fitted as --launch proc, "
+                       "as given\n");
+  EXPECT_EQ(slurp(dir_ / "fit-proc.json").find("calls launched as"), std::string::npos);
+  // Runs launched two ways are not fitted as one.
+  expect_error(run("calibrate " + log + " " + p("s1.json") + cal + p("fit-mixed.json")),
+               log + " was launched as --launch group:8 (nGpus 8), " + (dir_ / "s1.json").string() +
+                   " as --launch proc: calibrate them apart, or give --launch");
+  EXPECT_FALSE(fs::exists(dir_ / "fit-mixed.json"));
+}
+
 // Item 14: an MSCCL file simulated outside what it declares says so per
 // row; the nccl family's MSCCL export says the protocol NCCL chose.
 TEST_F(NewUserResults, MscclFileOutsideItsDeclarationSaysSoPerRow) {
