@@ -29,6 +29,7 @@ struct PlanArgs {
   std::string micro_batch = "0";
   std::string dtype = "bfloat16";
   std::string device_memory = "80GiB";
+  std::string memory_reserve;  // empty: kDefaultMemoryReserve
   std::string net_model = "flow";
   std::string device_tflops = "400";
   std::string json_path;
@@ -53,6 +54,16 @@ void run_plan(const PlanArgs& a) {
   if (ranks > (1 << 24)) throw UsageError("--ranks '" + a.ranks + "': too large");
   opts.dtype = parse_training_data_type("--dtype", a.dtype);
   opts.device_memory = static_cast<double>(parse_memory_bytes("--device-memory", a.device_memory));
+  opts.memory_reserve =
+      a.memory_reserve.empty() ? kDefaultMemoryReserve
+      : a.memory_reserve == "0"
+          ? 0.0
+          : static_cast<double>(parse_memory_bytes("--memory-reserve", a.memory_reserve));
+  // A reserve given that leaves nothing is a mistake; the default on a
+  // device smaller than it plans, and nothing fits.
+  if (!a.memory_reserve.empty() && opts.memory_reserve >= opts.device_memory)
+    throw UsageError("--memory-reserve " + a.memory_reserve +
+                     ": leaves nothing of --device-memory " + a.device_memory);
   opts.sim.model = parse_net_model(a.net_model);
   try {
     std::size_t used = 0;
@@ -141,6 +152,10 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--device-memory", a->device_memory,
                   "Memory per device, with a unit: 80GiB (default; KiB MiB GiB TiB and K M G T are "
                   "powers of 1024), 80GB (KB MB GB TB: powers of 1000), 141GB, ...");
+  cmd->add_option("--memory-reserve", a->memory_reserve,
+                  "Device memory a plan leaves free for the CUDA context, its kernels and NCCL's "
+                  "buffers (2GiB, default; docs/PLANNER.md), with a unit as --device-memory; 0 "
+                  "= none");
   cmd->add_option("--device-tflops", a->device_tflops,
                   "Achieved dense TFLOPS per device, prices the pipeline bubble (400)");
   cmd->add_option("--net-model", a->net_model, "Network model: flow (default) or alpha-beta");

@@ -419,7 +419,7 @@ class Planner {
                         lay.pp / (opts_.device_tflops * 1e12);
     plan.bubble_time = plan.bubble * plan.compute_time;
     plan.time += plan.bubble_time;
-    plan.fits = plan.memory.total() <= opts_.device_memory;
+    plan.fits = plan.memory.total() <= opts_.device_memory - opts_.memory_reserve;
   }
 
   void set_choice(Plan& plan, std::size_t i, const Candidate& c) {
@@ -796,8 +796,23 @@ class Planner {
     out.push_back(line);
     std::snprintf(buf, sizeof buf, "memory per rank %.2f GB against the choice's %.2f GB (%s)",
                   plan.memory.total() / kGB, best.memory.total() / kGB,
-                  plan.fits ? "fits" : "does not fit");
+                  plan.fits                                    ? "fits"
+                  : plan.memory.total() <= opts_.device_memory ? "does not fit: it leaves less "
+                                                                 "than the --memory-reserve free"
+                                                               : "does not fit");
     out.emplace_back(buf);
+    // Faster, fitting and not chosen: the planner's rule against tensor and
+    // pipeline parallelism that gains less than kLayoutMargin.
+    if (dt < 0 && plan.fits && (lay.tp > 1 || lay.pp > 1) && best.layout.tp == 1 &&
+        best.layout.pp == 1 && plan.step_time() > best.step_time() * (1 - kLayoutMargin)) {
+      std::snprintf(buf, sizeof buf,
+                    "yours is faster by less than %.0f%% of the step: the planner keeps plain data "
+                    "parallelism unless tensor or pipeline parallelism lowers the step by %.0f%% "
+                    "or more, as their price here is optimistic (compute split perfectly, no "
+                    "pipeline flush)",
+                    kLayoutMargin * 100, kLayoutMargin * 100);
+      out.emplace_back(buf);
+    }
     const Layout& bl = best.layout;
     if (lay.tp != bl.tp || lay.pp != bl.pp || lay.dp != bl.dp || lay.micro_batch != bl.micro_batch)
       out.push_back("layout: yours tensor_parallel " + std::to_string(lay.tp) + " x pipeline " +
@@ -859,8 +874,9 @@ class Planner {
     }
     std::string v;
     if (res.fits) {
-      v = "fits: " + gb(plan.memory.total()) + " per rank of " + gb(opts_.device_memory) + ", " +
-          ms(plan.step_time()) + " per step (" + ms(plan.comm_time) + " of communication" +
+      v = "fits: " + gb(plan.memory.total()) + " per rank of " + gb(opts_.device_memory) +
+          reserve_text() + ", " + ms(plan.step_time()) + " per step (" + ms(plan.comm_time) +
+          " of communication" +
           (plan.layout.pp > 1 ? " and " + ms(plan.bubble_time) + " of pipeline bubble)"
                               : std::string(")"));
       if (res.cheapest.step_time() < plan.step_time() - 1e-12)
@@ -873,8 +889,10 @@ class Planner {
                                       : "; tensor/pipeline parallelism is needed to fit";
     } else {
       v = "NOTHING FITS: the smallest plan found needs " + gb(plan.memory.total()) +
-          " per rank, more than the " + gb(opts_.device_memory) +
-          " device memory; use more ranks, a smaller --micro-batch or a larger --device-memory";
+          " per rank, more than the " + gb(opts_.device_memory) + " device memory" +
+          reserve_text() +
+          "; use more ranks, a smaller --micro-batch, a larger --device-memory or a smaller "
+          "--memory-reserve";
     }
     if (plan.ranks_used() < opts_.ranks)
       v += "; " + std::to_string(opts_.ranks - plan.ranks_used()) + " of " +
@@ -885,6 +903,11 @@ class Planner {
       v += "; tensor and pipeline parallelism not considered: the topology has no nodes "
            "(--devices-per-node N)";
     res.verdict = v;
+  }
+
+  // " less the 2.15 GB reserve" (--memory-reserve), empty without one.
+  std::string reserve_text() const {
+    return opts_.memory_reserve > 0 ? " less the " + gb(opts_.memory_reserve) + " reserve" : "";
   }
 
  private:
@@ -971,6 +994,7 @@ PlanResult make_plan(const Model& model, const Topology& topology, const PlanOpt
   if (opts.micro_batch < 0)
     throw UsageError("--micro-batch " + std::to_string(opts.micro_batch) + ": must be >= 1");
   if (!(opts.device_memory > 0)) throw UsageError("--device-memory: must be > 0");
+  if (!(opts.memory_reserve >= 0)) throw UsageError("--memory-reserve: must be >= 0");
   check_batch_fits(model, opts);
   Planner planner(model, topology, opts);
   return planner.run(topology);
@@ -993,6 +1017,7 @@ Json plan_json(const PlanResult& res, const Model& model, const Topology& topolo
   j["collectives"] = opts.nccl ? "nccl" : "best";
   j["optimizer_bytes_per_param"] = res.optimizer_bytes;
   j["device_memory_bytes"] = opts.device_memory;
+  j["memory_reserve_bytes"] = opts.memory_reserve;
   const Layout& lay = res.plan.layout;
   j["layout"] = {{"tensor_parallel", lay.tp},
                  {"pipeline_parallel", lay.pp},

@@ -198,6 +198,37 @@ TEST_F(NewUserResults, CompareAndCalibrateFollowTheMeasuredLaunch) {
   EXPECT_FALSE(fs::exists(dir_ / "fit-mixed.json"));
 }
 
+// Item 15: plans filled the device to the byte (Llama-2-70B on 4x8 H100 at
+// 85.69 of 85.90 GB). A plan now leaves --memory-reserve free (2 GiB by
+// default: the CUDA context and NCCL's buffers). llama2-7b on one DGX H100
+// at batch 64 needs 39.70 GB per rank as planned without a reserve, so on a
+// 40 GB device the default reserve rules that plan out.
+TEST_F(NewUserResults, PlansLeaveTheMemoryReserveFree) {
+  const std::string base = "plan --quiet --model " + (kSource / "models/llama2-7b.json").string() +
+                           " --topology " + (kSource / "topologies/dgx-h100.json").string() +
+                           " --batch 64 --device-memory 40GB";
+  const auto plan_memory = [&](const std::string& flags, const std::string& name) {
+    const RunResult r = run(base + flags + " --json " + p(name));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const Json j = Json::parse(slurp(dir_ / name));
+    return std::pair{j["totals"]["memory"]["total_bytes"].get<double>(), j};
+  };
+  const auto [none, j0] = plan_memory(" --memory-reserve 0", "none.json");
+  EXPECT_GT(none, 40e9 - 2147483648.0);  // the plan the reserve must rule out
+  EXPECT_LE(none, 40e9);
+  EXPECT_EQ(j0["memory_reserve_bytes"], 0.0);
+  const auto [reserved, j1] = plan_memory("", "default.json");
+  EXPECT_EQ(j1["memory_reserve_bytes"], 2147483648.0);
+  EXPECT_LE(reserved, 40e9 - 2147483648.0);
+  EXPECT_NE(j1["verdict"].get<std::string>().find("of 40.0 GB less the 2.1 GB reserve"),
+            std::string::npos)
+      << j1["verdict"];
+  const auto [more, j2] = plan_memory(" --memory-reserve 5GB", "five.json");
+  EXPECT_LE(more, 35e9);
+  expect_error(run(base + " --memory-reserve 40GB"),
+               "--memory-reserve 40GB: leaves nothing of --device-memory 40GB");
+}
+
 // Item 14: an MSCCL file simulated outside what it declares says so per
 // row; the nccl family's MSCCL export says the protocol NCCL chose.
 TEST_F(NewUserResults, MscclFileOutsideItsDeclarationSaysSoPerRow) {
