@@ -10,6 +10,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/input_file.h"
+#include "core/progress.h"
 #include "core/sizes.h"
 #include "reports/inputs.h"
 #include "reports/report.h"
@@ -37,6 +38,7 @@ struct CalibrateArgs {
   std::string launch;  // empty: as the measured runs were launched
   std::string repeats = "all";
   bool accept = false;
+  bool quiet = false;
 };
 
 std::string read_bytes(const std::string& path, const char* what) {
@@ -128,7 +130,16 @@ void run_calibrate(const CalibrateArgs& a) {
                      " devices per thread, but --topology " + a.topology + " has " +
                      std::to_string(base->num_ranks()) + " ranks");
 
-  const CalibrationResult result = calibrate(inputs, *base, options);
+  CalibrationResult result;
+  {
+    // The fit reports nothing while it works (a cache-size search, several
+    // starts, each of many simulations): the elapsed time, on a timer.
+    Progress progress(
+        "calibrate " + base->name + " to " + std::to_string(inputs.size()) + " report(s)", 0,
+        {a.quiet});
+    progress.start_ticker();
+    result = calibrate(inputs, *base, options);
+  }
   for (const std::string& line : launch_notes) std::fprintf(stderr, "%s\n", line.c_str());
 
   std::string description = "Fitted by collkit calibrate (" +
@@ -223,6 +234,9 @@ void add_calibrate_command(CLI::App& app) {
                   "(nccl-tests) or native, e.g. ring (default: the registered algorithm 'nccl', "
                   "when there is one)");
   cmd->add_option("--collective", a->collective, kCollectiveHelp);
+  cmd->add_flag("--quiet", a->quiet,
+                "No progress on standard error (the elapsed time, after a few seconds: on a "
+                "terminal in place, otherwise a line every 10 s)");
   cmd->add_flag("--accept", a->accept,
                 "Write the fit even when a parameter ends on a bound of its physical range or "
                 "the fit predicts worse than the base (else exit 1, nothing written)");

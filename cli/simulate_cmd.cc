@@ -238,6 +238,9 @@ void run_simulate(const SimulateArgs& a) {
     Progress progress(
         "simulate " + std::string(to_string(sweep.collective)) + " on " + topology->name, total,
         {a.quiet});
+    // On a timer too: one row of many ranks (16k: minutes) reports only
+    // when it ends, and the elapsed time keeps moving meanwhile.
+    progress.start_ticker();
     std::size_t before = 0;
     for (const SweepSpec& s : sweeps) {
       const std::size_t points = s.algorithms.size() * s.sizes.size();

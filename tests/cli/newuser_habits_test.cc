@@ -213,5 +213,40 @@ TEST_F(NewUserHabits, LongRunsShowProgressUnlessQuiet) {
   EXPECT_EQ(r.err, "");
 }
 
+// Item 19, the rest: a single row of many ranks (16k ranks took 114 s) and
+// calibrate reported nothing until they ended; both show the elapsed time
+// on a timer now.
+TEST_F(NewUserHabits, OneLongRowAndCalibrateShowProgress) {
+  const std::string bin = " COLLKIT_PROGRESS_INTERVAL_MS=0 '" + std::string(COLLKIT_BINARY) + "' ";
+  const auto with_progress = [&](const std::string& args) {
+    return run("--version >/dev/null && (" + bin + args + ")");
+  };
+  std::ofstream(dir_ / "sw.json")
+      << R"({"dims": [{"kind": "switch", "size": 1024, "bandwidth_gbps": 100, "latency_us": 1}]})";
+  const std::string sim = "simulate --topology " + p("sw.json") +
+                          " --collective all_reduce --algorithm ring -b 1M -e 1M";
+  RunResult r = with_progress(sim);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Before the row ends: 0 of 1, on the timer.
+  EXPECT_NE(r.err.find("collkit: simulate all_reduce on sw: 0% (0 of 1), 0:00 elapsed"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(with_progress(sim + " --quiet").err, "");
+  const std::string cal =
+      "calibrate " +
+      (kSource / "tests/data/nccl-tests/h100x8_allreduce_ring_together-nccl-tests.txt").string() +
+      " --collective all_reduce --topology " + kDgx +
+      " --match nccl:ring --min-bytes 1M --starts 1 --max-iterations 20 --launch group:8 -o " +
+      p("fit.json");
+  r = with_progress(cal);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("collkit: calibrate dgx-h100 to 1 report(s): 0:00 elapsed (still running)"),
+            std::string::npos)
+      << r.err;
+  r = with_progress(cal + " --quiet");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+}
+
 }  // namespace
 }  // namespace collkit
