@@ -13,6 +13,7 @@
 #include "core/dtypes.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "core/protocol.h"
 #include "core/sizes.h"
 #include "reports/inputs.h"
 #include "reports/nccl_tests.h"
@@ -27,6 +28,39 @@
 
 namespace collkit::cli {
 namespace {
+
+// Pipelined endpoints (GPU kernels, docs/SIMULATOR.md) charge nothing per
+// message: a send is done once its data left, so on such a network a
+// segment smaller than the pipeline chunk NCCL moves per step is priced as
+// free (64 MiB broadcast by pipelined_chain on dgx-h100: 213 us with
+// 256-byte segments, 16 M messages, against 222 us at NCCL's 512 KiB
+// Simple chunk, and --segment 4 simulated for 21 s). So --segment below the
+// smallest chunk the topology gives (its protocols' chunk_kib) is refused
+// there, naming the chunk; a network without pipelined endpoints or
+// without chunk figures takes any segment.
+void check_segment_not_below_chunk(const std::string& flag_text, std::int64_t segment_bytes,
+                                   const Topology& topology, int ranks) {
+  if (segment_bytes <= 0) return;
+  for (int r = 0; r < ranks; ++r)
+    if (!topology.endpoint(r).pipelined) return;
+  double chunk = 0;
+  Protocol smallest = Protocol::none;
+  for (const Protocol p : kAllProtocols) {
+    const ProtocolProps& props = topology.protocol(p);
+    if (props.set && props.chunk_bytes > 0 && (chunk == 0 || props.chunk_bytes < chunk)) {
+      chunk = props.chunk_bytes;
+      smallest = p;
+    }
+  }
+  if (chunk > 0 && static_cast<double>(segment_bytes) < chunk)
+    throw UsageError("--segment '" + flag_text + "': below " + topology.name +
+                     "'s smallest pipeline chunk (" + std::string(to_string(smallest)) + ", " +
+                     std::to_string(static_cast<std::int64_t>(chunk)) +
+                     " bytes of data): its endpoints are pipelined GPU kernels, which the "
+                     "simulator charges nothing per message, so smaller segments than NCCL moves "
+                     "would look free; give at least " +
+                     std::to_string(static_cast<std::int64_t>(chunk)) + ", or 0 for automatic");
+}
 
 struct SimulateArgs {
   std::string topology;
@@ -182,6 +216,7 @@ void run_simulate(const SimulateArgs& a) {
   sweep.ranks = topology->num_ranks();
   check_ranks_fit(sweep.ranks, "--topology " + a.topology);
   check_launch_fits(a.launch, options.launch_devices, sweep.ranks);
+  check_segment_not_below_chunk(a.segment, sweep.segment_bytes, *topology, sweep.ranks);
   // The run whose segments are followed must be of this collective on as
   // many ranks: another's segment choice predicts schedules it never ran.
   if (segments_run) {
