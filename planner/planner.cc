@@ -879,7 +879,15 @@ class Planner {
           " of communication" +
           (plan.layout.pp > 1 ? " and " + ms(plan.bubble_time) + " of pipeline bubble)"
                               : std::string(")"));
-      if (res.cheapest.step_time() < plan.step_time() - 1e-12)
+      // A faster plan that fits was set aside by the kLayoutMargin rule (its
+      // tensor or pipeline parallelism gains too little), not by memory.
+      if (res.cheapest.step_time() < plan.step_time() - 1e-12 && res.cheapest.fits)
+        v += "; the fastest plan (" + ms(res.cheapest.step_time()) + ", tensor_parallel " +
+             std::to_string(res.cheapest.layout.tp) + " x pipeline " +
+             std::to_string(res.cheapest.layout.pp) + ") fits, but gains less than " +
+             std::to_string(static_cast<int>(kLayoutMargin * 100)) +
+             "% over plain data parallelism, which the planner then keeps";
+      else if (res.cheapest.step_time() < plan.step_time() - 1e-12)
         v += "; the fastest plan (" + ms(res.cheapest.step_time()) + ") needs " +
              gb(res.cheapest.memory.total()) + " per rank and does not fit";
       if (lay.tp > 1 || lay.pp > 1)
