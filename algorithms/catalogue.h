@@ -3,12 +3,16 @@
 // regenerates it and compares).
 #pragma once
 
+#include <optional>
 #include <string>
+
+#include "core/collective.h"
 
 namespace collkit {
 
 // Markdown: per collective, every algorithm with its variants, closed-form
 // cost, accepted p, and the cost functions evaluated at reference points.
-std::string catalogue_markdown();
+// `only`: that collective's section alone (no preamble).
+std::string catalogue_markdown(std::optional<Collective> only = std::nullopt);
 
 }  // namespace collkit

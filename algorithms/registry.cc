@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/names.h"
 
 namespace collkit {
 namespace {
@@ -56,13 +57,18 @@ std::vector<const AlgorithmDef*> algorithms_for(Collective c) {
 
 const AlgorithmDef& find_algorithm(Collective c, const std::string& name) {
   std::string valid;
+  // Names and name:variant (NCCL's "tree" is nccl:tree here).
+  std::vector<std::string> names;
   for (const AlgorithmDef* d : algorithms_for(c)) {
     if (d->name == name) return *d;
     if (!valid.empty()) valid += ", ";
     valid += d->name;
+    names.push_back(d->name);
   }
+  for (const AlgorithmDef* d : algorithms_for(c))
+    for (const std::string& v : d->variants) names.push_back(d->name + ":" + v);
   throw UsageError("unknown algorithm '" + name + "' for " + std::string(to_string(c)) +
-                   "; valid: " + valid);
+                   did_you_mean(name, names) + " (valid: " + valid + ")");
 }
 
 std::vector<std::string> buildable_variants(const AlgorithmDef& def) {
@@ -172,6 +178,11 @@ std::shared_ptr<const ScheduleSource> find_schedule_source(const std::string& na
   for (const auto& s : t.sources)
     if (name.compare(0, colon, s->prefix) == 0 && s->prefix.size() == colon) return s;
   return nullptr;
+}
+
+std::string outside_declaration(const ScheduleSpec& spec, bool in_place) {
+  const auto source = find_schedule_source(spec.algorithm);
+  return source && source->outside ? source->outside(spec, in_place) : std::string();
 }
 
 std::vector<std::shared_ptr<const ScheduleSource>> schedule_sources() {

@@ -107,10 +107,18 @@ struct ScheduleSource {
   // docs/MSCCL.md). `make` throws ScheduleError at such a count; commands
   // that sweep sizes (simulate, bench) ask first and refuse them.
   std::function<std::string(const ScheduleSpec&)> runtime_hang;
+  // Why a call is outside what the named definition declares it serves ("" =
+  // inside): MSCCL's minBytes/maxBytes and inplace/outofplace. Optional; a
+  // runtime would not choose the definition for such a call, so engines say
+  // so per row (simulate) or leave the row out (bench).
+  std::function<std::string(const ScheduleSpec&, bool in_place)> outside;
 };
 void register_schedule_source(ScheduleSource source);
 // The source whose prefix the name starts with ("prefix:..."), or nullptr.
 std::shared_ptr<const ScheduleSource> find_schedule_source(const std::string& name);
+// The source's `outside` for the spec's algorithm; "" for registered
+// algorithms and sources that declare nothing.
+std::string outside_declaration(const ScheduleSpec& spec, bool in_place);
 // Every registered source, in registration order.
 std::vector<std::shared_ptr<const ScheduleSource>> schedule_sources();
 // The source's runtime_hang for spec (after the checks make_schedule makes

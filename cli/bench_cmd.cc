@@ -76,6 +76,10 @@ void add_bench_command(CLI::App& app) {
                   "connection's Simple buffer; sizes at which the file would hang there are "
                   "refused (0 = NCCL's default, 4M)");
   cmd->add_option("--json", a->json_path, "Write the report (JSON) here, atomically");
+  auto quiet = std::make_shared<bool>(false);
+  cmd->add_flag("--quiet", *quiet,
+                "No progress on standard error (rank 0 shows it after a few seconds: a bar on "
+                "a terminal, a line every 10 s otherwise)");
   // -J is nccl-tests' own flag: the nccl-tests JSON schema, one file per
   // algorithm (reports/nccl_tests.h). Kept out of BenchArgs: realrun knows
   // nothing of report files; the sink writes it.
@@ -88,15 +92,16 @@ void add_bench_command(CLI::App& app) {
   for (CLI::Option* opt : cmd->get_options())
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   cmd->allow_extras();
-  cmd->callback([a, cmd, nccl_tests_json] {
+  cmd->callback([a, cmd, nccl_tests_json, quiet] {
     a->extras = cmd->remaining();
     if (!nccl_tests_json->empty()) a->other_outputs.emplace_back("-J", *nccl_tests_json);
     // Output paths are checked before MPI starts, by the process that
     // writes them (rank 0's): one line and exit 2, no MPI_Abort banner.
+    if (realrun::launch_environment().rank == 0) refuse_empty_values(*cmd);
     if (realrun::launch_environment().rank == 0)
       prepare_outputs({{"--json", a->json_path}, {"-J", *nccl_tests_json}}, {});
-    realrun::run_bench(*a, [nccl_tests_json](const realrun::BenchArgs& args) {
-      return make_bench_report_sink(args, *nccl_tests_json);
+    realrun::run_bench(*a, [nccl_tests_json, quiet](const realrun::BenchArgs& args) {
+      return make_bench_report_sink(args, *nccl_tests_json, command_line(), {*quiet});
     });
   });
 }

@@ -1,12 +1,8 @@
 #include <cctype>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,7 +11,9 @@
 #include "cli/outputs.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/input_file.h"
 #include "core/nccl_version.h"
+#include "core/progress.h"
 #include "core/sizes.h"
 #include "reports/inputs.h"
 #include "reports/report.h"
@@ -42,7 +40,7 @@ struct CalibrateArgs {
   int ranks = 0;
   std::string match;
   std::string collective;
-  std::string launch = "proc";
+  std::string launch;  // empty: as the measured runs were launched
   std::string repeats = "all";
   std::string nccl_version;
   bool accept = false;
@@ -50,39 +48,8 @@ struct CalibrateArgs {
   bool quiet = false;
 };
 
-// Progress on stderr for a fit that takes a while: nothing in its first two
-// seconds, then the latest line at most once a second (the fit calls from
-// several threads), and the time taken at the end if anything was printed.
-class FitProgress {
- public:
-  void operator()(const std::string& line) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    const double now = seconds();
-    if (now < 2.0 || now < last_ + 1.0) return;
-    last_ = now;
-    printed_ = true;
-    std::fprintf(stderr, "calibrate: %5.1f s  %s\n", now, line.c_str());
-  }
-  void done() const {
-    if (printed_) std::fprintf(stderr, "calibrate: done in %.1f s\n", seconds());
-  }
-
- private:
-  double seconds() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
-  std::mutex mutex_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  double last_ = 0;
-  bool printed_ = false;
-};
-
 std::string read_bytes(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(path + ": cannot open the " + what);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return read_input_file(path, what);
 }
 
 std::string short_hash(const std::string& sha) { return sha.substr(0, 16); }
@@ -117,13 +84,11 @@ void run_calibrate(const CalibrateArgs& a) {
   options.max_iterations = a.max_iterations;
   options.starts = a.starts;
   options.match = a.match;
-  options.launch_devices = parse_launch_mode(a.launch);
+  if (!a.launch.empty()) options.launch_devices = parse_launch_mode(a.launch);
   if (a.repeats != "all" && a.repeats != "fastest")
     throw UsageError("--repeats '" + a.repeats + "': expected all or fastest");
   options.fastest_repeat = a.repeats == "fastest";
   options.jobs = a.jobs;
-  const auto progress = std::make_shared<FitProgress>();
-  if (!a.quiet) options.progress = [progress](const std::string& line) { (*progress)(line); };
   if (!a.nccl_version.empty())
     options.nccl_version = checked_nccl_version("--nccl-version", a.nccl_version);
   const ReadOptions read = read_options(a.collective, a.ranks);
@@ -141,7 +106,8 @@ void run_calibrate(const CalibrateArgs& a) {
   const std::string base_text = read_bytes(a.topology, "topology file");
   const std::unique_ptr<Topology> base = parse_topology(base_text, a.topology, a.ranks);
   const std::string base_sha = sha256_hex(base_text);
-
+  check_ranks_fit(base->num_ranks(), "--topology " + a.topology);
+  if (!a.launch.empty()) check_launch_fits(a.launch, options.launch_devices, base->num_ranks());
   // Every run of every file is fitted (an nccl-tests log may hold several).
   std::vector<CalibrationInput> inputs;
   for (const MeasuredArg& m : measured) {
@@ -168,8 +134,59 @@ void run_calibrate(const CalibrateArgs& a) {
     }
   }
 
-  const CalibrationResult result = calibrate(inputs, *base, options);
-  progress->done();
+  // The calls are simulated as the measured runs were launched (nccl-tests
+  // -g G: one thread on G devices, nGpus G); --launch overrides it, with a
+  // word where it disagrees with a run.
+  std::string launch = a.launch;
+  std::string first_launch_file;
+  std::vector<std::string> launch_notes;  // printed once the fit ran
+  {
+    std::string& first_file = first_launch_file;
+    std::optional<LaunchOf> first;
+    for (const CalibrationInput& in : inputs) {
+      const std::optional<LaunchOf> l = extra_launch(in.report);
+      if (!l) continue;
+      if (!a.launch.empty()) {
+        if (l->devices != options.launch_devices)
+          launch_notes.push_back("collkit: warning: " + in.file + " was launched as " +
+                                 l->described() + "; fitted as --launch " + a.launch +
+                                 ", as given");
+      } else if (!first) {
+        first = l;
+        first_file = in.file;
+      } else if (first->devices != l->devices) {
+        throw UsageError(first_file + " was launched as " + first->described() + ", " + in.file +
+                         " as " + l->described() + ": calibrate them apart, or give --launch");
+      }
+    }
+    if (a.launch.empty()) {
+      launch = first ? first->flag() : "proc";
+      options.launch_devices = first ? first->devices : 1;
+      if (first && first->devices > 1)
+        launch_notes.push_back("collkit: note: calls simulated as " + first->described() + ", as " +
+                               first_file +
+                               " was launched; --launch proc fits them as one process per device");
+    }
+  }
+  if (a.launch.empty() && options.launch_devices > base->num_ranks())
+    throw UsageError(first_launch_file + ": launched on " + std::to_string(options.launch_devices) +
+                     " devices per thread, but --topology " + a.topology + " has " +
+                     std::to_string(base->num_ranks()) + " ranks");
+
+  CalibrationResult result;
+  {
+    // The fit reports nothing while it works (a cache-size search, several
+    // starts, each of many simulations): the elapsed time, on a timer.
+    Progress progress(
+        "calibrate " + base->name + " to " + std::to_string(inputs.size()) + " report(s)", 0,
+        {a.quiet});
+    progress.start_ticker();
+    // Each step of the fit names its pass, start, iteration and rms error.
+    options.progress = [&progress](const std::string& line) { progress.update(0, line); };
+    result = calibrate(inputs, *base, options);
+    options.progress = nullptr;
+  }
+  for (const std::string& line : launch_notes) std::fprintf(stderr, "%s\n", line.c_str());
 
   std::string description = "Fitted by collkit calibrate (" +
                             std::string(to_string(options.model)) + " model) to " +
@@ -184,6 +201,9 @@ void run_calibrate(const CalibrateArgs& a) {
     description += "; rows below " + std::to_string(options.min_bytes) + " bytes left out";
   if (!options.match.empty())
     description += "; rows of algorithm nccl or native simulated as " + options.match;
+  if (options.launch_devices > 1)
+    description += "; calls launched as --launch " + launch +
+                   (a.launch.empty() ? " (as the measured runs were)" : "");
   if (options.huber > 0) {
     char loss[96];
     std::snprintf(loss, sizeof loss, "; Huber loss, threshold %g", options.huber);
@@ -268,8 +288,9 @@ void add_calibrate_command(CLI::App& app) {
                   "fastest (only the least time of each: the machine at its best, where what "
                   "varies between repeats only slows a run down)");
   cmd->add_option("--launch", a->launch,
-                  "How the measured calls were launched: proc (one process per device, default) "
-                  "or group:G (one thread on G devices, as nccl-tests -g G)");
+                  "How the measured calls were launched: proc (one process per device) or "
+                  "group:G (one thread on G devices, as nccl-tests -g G); default: as the "
+                  "measured runs say (nGpus, config.ngpus, simulate's --launch), else proc");
   cmd->add_option("--match", a->match,
                   "The collkit algorithm whose schedule stands for rows of algorithm nccl "
                   "(nccl-tests) or native, e.g. ring (default: the registered algorithm 'nccl', "
@@ -280,7 +301,9 @@ void add_calibrate_command(CLI::App& app) {
                   "core); the fit is the same whatever the count")
       ->check(CLI::Range(0, 4096));
   cmd->add_flag("--quiet", a->quiet,
-                "No progress lines on stderr (printed while a fit runs longer than 2 s)");
+                "No progress on standard error (the elapsed time and the fit's start, iteration "
+                "and error, after a few seconds: on a terminal in place, otherwise a line every "
+                "10 s)");
   cmd->add_option("--nccl-version", a->nccl_version,
                   "The NCCL version whose cost model picks what rows of NCCL's own choice ran, "
                   "e.g. 2.29.2 (default: each log's own version, else the base's nccl.version, "

@@ -3,8 +3,10 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "core/collective.h"
+#include "core/error.h"
 #include "reports/inputs.h"
 
 namespace collkit::cli {
@@ -20,6 +22,14 @@ void add_compare_command(CLI::App& app);
 void add_verify_command(CLI::App& app);
 void add_tuner_command(CLI::App& app);
 
+// The command line as the process got it (set once by main): what a report
+// and a -J file record under "args", so that every setting that changed a
+// number can be read back, whatever its spelling.
+inline std::vector<std::string>& command_line() {
+  static std::vector<std::string> args;
+  return args;
+}
+
 // --collective and --ranks as the readers take them (reports/inputs.h):
 // for nccl-tests logs that do not name the binary or list the ranks.
 inline ReadOptions read_options(const std::string& collective, int ranks) {
@@ -27,6 +37,16 @@ inline ReadOptions read_options(const std::string& collective, int ranks) {
   if (!collective.empty()) o.collective = parse_collective(collective);
   o.ranks = ranks;
   return o;
+}
+
+// --launch group:G launches on G devices of the run: more devices than the
+// run has ranks is not a launch that can happen (it only adds G launch
+// floors to every call), so it is refused, naming both counts.
+inline void check_launch_fits(const std::string& launch, int devices, int ranks) {
+  if (devices > ranks)
+    throw UsageError("--launch " + launch + ": one thread launching on " + std::to_string(devices) +
+                     " devices, but the run has " + std::to_string(ranks) +
+                     " ranks; G is at most the rank count");
 }
 
 // The help text of those two options, shared by the commands that read reports.

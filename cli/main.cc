@@ -1,30 +1,20 @@
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/outputs.h"
 #include "core/error.h"
+#include "core/names.h"
 #include "interop/msccl_source.h"
 
 namespace {
-
-// Levenshtein distance, for "did you mean".
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
 
 // The first argument, when it is not an option, must name a subcommand;
 // otherwise one line naming the nearest ones (CLI11 would say only "A
@@ -41,7 +31,7 @@ void check_subcommand_name(const CLI::App& app, int argc, char** argv) {
   std::string nearest;
   for (const std::string& n : names) {
     // A prefix (sim, cal) counts as near as a typo.
-    const std::size_t d = n.rfind(given, 0) == 0 ? 1 : edit_distance(given, n);
+    const std::size_t d = n.rfind(given, 0) == 0 ? 1 : collkit::edit_distance(given, n);
     if (d < best) {
       best = d;
       nearest = n;
@@ -55,9 +45,25 @@ void check_subcommand_name(const CLI::App& app, int argc, char** argv) {
   throw collkit::UsageError(message + " (subcommands: " + all + ")");
 }
 
+// What the command printed must have reached standard output: a full disk
+// (> /dev/full), a closed descriptor or a failing pipe reader otherwise
+// leaves a truncated document behind a zero exit. stdio and iostreams share
+// one buffer (sync_with_stdio), so one flush covers both.
+bool standard_output_written() {
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int err = errno;
+  if (flushed && !std::ferror(stdout) && std::cout.good()) return true;
+  std::fprintf(stderr,
+               "collkit: error: standard output: cannot write%s%s: the output is incomplete\n",
+               err != 0 ? ": " : "", err != 0 ? std::strerror(err) : "");
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  collkit::cli::command_line().assign(argv, argv + argc);
   CLI::App app{"collkit: collective communication algorithms, simulated, verified and run"};
   app.set_version_flag("--version", std::string("collkit ") + COLLKIT_VERSION);
   app.require_subcommand(1);
@@ -74,6 +80,11 @@ int main(int argc, char** argv) {
 #ifdef COLLKIT_HAVE_REALRUN
   collkit::cli::add_bench_command(app);
 #endif
+  // bench checks its own on rank 0 only (cli/bench_cmd.cc), so that one
+  // process of an MPI job reports a bad value.
+  for (CLI::App* sub : app.get_subcommands({}))
+    if (sub->get_name() != "bench")
+      sub->parse_complete_callback([sub] { collkit::cli::refuse_empty_values(*sub); });
   try {
     check_subcommand_name(app, argc, argv);
     app.parse(argc, argv);
@@ -90,9 +101,15 @@ int main(int argc, char** argv) {
   } catch (const collkit::Error& e) {
     std::fprintf(stderr, "collkit: error: %s\n", e.what());
     return e.exit_code();
+  } catch (const std::bad_alloc&) {
+    // Never a bare "std::bad_alloc": say what ran out, and what to change.
+    std::fprintf(stderr,
+                 "collkit: error: out of memory: the run needs more memory than this machine "
+                 "gives it (fewer ranks, sizes or algorithms need less)\n");
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "collkit: error: %s\n", e.what());
     return 1;
   }
-  return 0;
+  return standard_output_written() ? 0 : 2;
 }

@@ -10,6 +10,7 @@
 #include "core/dtypes.h"
 #include "core/error.h"
 #include "core/nccl_version.h"
+#include "core/progress.h"
 #include "core/sizes.h"
 #include "planner/planner.h"
 #include "planner/planner_model.h"
@@ -29,6 +30,7 @@ struct PlanArgs {
   std::string micro_batch = "0";
   std::string dtype = "bfloat16";
   std::string device_memory = "80GiB";
+  std::string memory_reserve;  // empty: kDefaultMemoryReserve
   std::string net_model = "flow";
   std::string device_tflops = "400";
   std::string json_path;
@@ -38,6 +40,7 @@ struct PlanArgs {
   std::string tp, pp, dp, zero;
   std::string nccl_version;
   bool explain = false;
+  bool quiet = false;
 };
 
 std::int64_t parse_positive(const std::string& flag, const std::string& text, bool allow_zero) {
@@ -54,6 +57,16 @@ void run_plan(const PlanArgs& a) {
   if (ranks > (1 << 24)) throw UsageError("--ranks '" + a.ranks + "': too large");
   opts.dtype = parse_training_data_type("--dtype", a.dtype);
   opts.device_memory = static_cast<double>(parse_memory_bytes("--device-memory", a.device_memory));
+  opts.memory_reserve =
+      a.memory_reserve.empty() ? kDefaultMemoryReserve
+      : a.memory_reserve == "0"
+          ? 0.0
+          : static_cast<double>(parse_memory_bytes("--memory-reserve", a.memory_reserve));
+  // A reserve given that leaves nothing is a mistake; the default on a
+  // device smaller than it plans, and nothing fits.
+  if (!a.memory_reserve.empty() && opts.memory_reserve >= opts.device_memory)
+    throw UsageError("--memory-reserve " + a.memory_reserve +
+                     ": leaves nothing of --device-memory " + a.device_memory);
   opts.sim.model = parse_net_model(a.net_model);
   try {
     std::size_t used = 0;
@@ -102,6 +115,7 @@ void run_plan(const PlanArgs& a) {
   const Model model = load_model(a.model);
   const std::unique_ptr<Topology> topology = load_topology(a.topology, static_cast<int>(ranks));
   opts.ranks = topology->num_ranks();
+  check_ranks_fit(opts.ranks, "--topology " + a.topology);
   opts.nccl =
       a.collectives == "nccl" || (a.collectives == "auto" && gpu_topology(*topology, opts.ranks));
   if (opts.explain && !opts.nccl)
@@ -109,7 +123,15 @@ void run_plan(const PlanArgs& a) {
         "--explain: explains NCCL's choice per collective, and the collectives are "
         "priced as the best registered algorithm here (--collectives nccl)");
 
-  const PlanResult result = make_plan(model, *topology, opts);
+  PlanResult result;
+  {
+    // The planner reports nothing while it works: the elapsed time, so that
+    // a plan at scale (a minute for GPT-3 on 1024 GPUs) is not silence.
+    Progress progress("plan " + model.name + " on " + std::to_string(opts.ranks) + " ranks", 0,
+                      {a.quiet});
+    progress.start_ticker();
+    result = make_plan(model, *topology, opts);
+  }
   std::fputs(format_plan(result, model, opts).c_str(), stdout);
   std::fflush(stdout);
   if (!a.json_path.empty()) {
@@ -142,6 +164,10 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--device-memory", a->device_memory,
                   "Memory per device, with a unit: 80GiB (default; KiB MiB GiB TiB and K M G T are "
                   "powers of 1024), 80GB (KB MB GB TB: powers of 1000), 141GB, ...");
+  cmd->add_option("--memory-reserve", a->memory_reserve,
+                  "Device memory a plan leaves free for the CUDA context, its kernels and NCCL's "
+                  "buffers (2GiB, default; docs/PLANNER.md), with a unit as --device-memory; 0 "
+                  "= none");
   cmd->add_option("--device-tflops", a->device_tflops,
                   "Achieved dense TFLOPS per device, prices the pipeline bubble (400)");
   cmd->add_option("--net-model", a->net_model, "Network model: flow (default) or alpha-beta");
@@ -163,6 +189,9 @@ void add_plan_command(CLI::App& app) {
                 "With NCCL's collectives: explain each collective's choice in the JSON (key "
                 "nccl_explain: every candidate NCCL weighs, its estimate and simulated time)");
   cmd->add_option("--json", a->json_path, "Write the plan as JSON to this file (atomically)");
+  cmd->add_flag("--quiet", a->quiet,
+                "No progress on standard error (the elapsed time, after a few seconds: on a "
+                "terminal in place, otherwise a line every 10 s)");
   cmd->callback([a] { run_plan(*a); });
 }
 

@@ -1,3 +1,4 @@
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,9 +31,21 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--format", a->format, "html (default), csv or md");
   cmd->add_option("--collective", a->collective, kCollectiveHelp);
   cmd->add_option("--ranks", a->ranks, kRanksHelp)->check(CLI::NonNegativeNumber);
-  cmd->callback([a] {
+  auto* format_option = cmd->get_option("--format");
+  cmd->callback([a, format_option] {
     if (a->format != "html" && a->format != "csv" && a->format != "md")
       throw UsageError("--format '" + a->format + "': valid: html, csv, md");
+    // A file named for one format gets that format or an error, never HTML
+    // under a .csv name.
+    const std::string ext = std::filesystem::path(a->output).extension().string();
+    const std::string named = ext == ".csv"                     ? "csv"
+                              : ext == ".md"                    ? "md"
+                              : ext == ".html" || ext == ".htm" ? "html"
+                                                                : "";
+    if (!named.empty() && named != a->format)
+      throw UsageError("-o " + a->output + ": the name says " + named + ", but the format is " +
+                       a->format + (format_option->count() == 0 ? " (the default)" : "") +
+                       "; give --format " + named + " or another name");
     // Reject a bad output path before reading anything, and read every input
     // before writing, so a bad input leaves no output file.
     const ReadOptions read = read_options(a->collective, a->ranks);

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "core/dtypes.h"
 #include "core/error.h"
+#include "core/protocol.h"
 #include "core/sizes.h"
 #include "interop/msccl_export.h"
 #include "interop/msccl_xml.h"
@@ -27,7 +28,12 @@ void add_algorithms_command(CLI::App& app) {
   cmd->add_flag("--markdown", *markdown, "Print docs/ALGORITHMS.md (the catalogue with costs)");
   cmd->callback([collective, markdown] {
     if (*markdown) {
-      std::fputs(catalogue_markdown().c_str(), stdout);
+      // --collective: that collective's section, as --markdown prints it.
+      std::fputs(catalogue_markdown(collective->empty()
+                                        ? std::nullopt
+                                        : std::optional<Collective>(parse_collective(*collective)))
+                     .c_str(),
+                 stdout);
       return;
     }
     for (Collective c : kAllCollectives) {
@@ -59,7 +65,7 @@ void add_schedule_command(CLI::App& app) {
     std::string collective, algorithm;
     std::string ranks, root = "0", rank = "-1", count, segment = "0", group = "0";
     std::string dtype = "float";
-    std::string format = "json", protocol = "Simple";
+    std::string format = "json", protocol;
     std::string topology, op = "sum";
     std::string buffsize = "0";
   };
@@ -82,7 +88,9 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_option("--rank", a->rank, "Dump only this rank");
   cmd->add_option("--format", a->format,
                   "json (collkit's IR) or msccl-xml (an MSCCL XML algorithm, docs/MSCCL.md)");
-  cmd->add_option("--protocol", a->protocol, "msccl-xml: the proto attribute (Simple, LL, LL128)");
+  cmd->add_option("--protocol", a->protocol,
+                  "msccl-xml: the proto attribute (Simple, LL, LL128; default: the protocol NCCL "
+                  "chose with --topology, else Simple)");
   cmd->add_option("--topology", a->topology,
                   "nccl family: the topology whose channels (and, for nccl alone, NCCL's choice "
                   "of algorithm, protocol and channels) the schedule follows");
@@ -109,6 +117,7 @@ void add_schedule_command(CLI::App& app) {
     spec.group_size = static_cast<int>(parse_integer("--group", a->group, 0, INT32_MAX));
     spec.nccl_buffsize = parse_nccl_buffsize("--nccl-buffsize", a->buffsize);
     std::unique_ptr<Schedule> schedule;
+    std::string protocol = a->protocol.empty() ? "Simple" : a->protocol;
     if (!a->topology.empty()) {
       if (!is_nccl_algorithm(a->algorithm))
         throw UsageError("--topology: only the nccl family's schedules depend on a topology; " +
@@ -121,6 +130,15 @@ void add_schedule_command(CLI::App& app) {
       const NcclChoice choice = nccl_runnable_choice(
           ctx, spec.collective, spec.count * spec.elem_size, type, op, variant, &instead);
       schedule = make_schedule(nccl_schedule_spec(spec, ctx, choice, *topology));
+      // The file says the protocol the schedule was chosen and cut for.
+      if (choice.protocol != Protocol::none) {
+        const std::string chosen(to_string(choice.protocol));
+        if (!a->protocol.empty() && parse_protocol(a->protocol) != choice.protocol)
+          throw UsageError("--protocol " + a->protocol + ": the schedule is NCCL's choice on " +
+                           a->topology + ", " + describe(choice) + ", whose protocol is " + chosen +
+                           " (drop --protocol)");
+        protocol = chosen;
+      }
       std::fprintf(stderr, "# nccl on %s: %s\n", a->topology.c_str(),
                    describe_run(choice, instead).c_str());
     } else {
@@ -130,7 +148,7 @@ void add_schedule_command(CLI::App& app) {
       throw UsageError("--rank " + std::to_string(rank) + " is out of range for " +
                        std::to_string(ranks) + " ranks");
     if (a->format == "msccl-xml") {
-      std::cout << msccl::write_algo(msccl::export_algo(*schedule, a->protocol));
+      std::cout << msccl::write_algo(msccl::export_algo(*schedule, protocol));
       return;
     }
     const int first = rank < 0 ? 0 : rank;

@@ -16,6 +16,8 @@
 #include "core/dtypes.h"
 #include "core/error.h"
 #include "core/nccl_version.h"
+#include "core/progress.h"
+#include "core/protocol.h"
 #include "core/sizes.h"
 #include "reports/inputs.h"
 #include "reports/nccl_tests.h"
@@ -31,6 +33,39 @@
 
 namespace collkit::cli {
 namespace {
+
+// Pipelined endpoints (GPU kernels, docs/SIMULATOR.md) charge nothing per
+// message: a send is done once its data left, so on such a network a
+// segment smaller than the pipeline chunk NCCL moves per step is priced as
+// free (64 MiB broadcast by pipelined_chain on dgx-h100: 213 us with
+// 256-byte segments, 16 M messages, against 222 us at NCCL's 512 KiB
+// Simple chunk, and --segment 4 simulated for 21 s). So --segment below the
+// smallest chunk the topology gives (its protocols' chunk_kib) is refused
+// there, naming the chunk; a network without pipelined endpoints or
+// without chunk figures takes any segment.
+void check_segment_not_below_chunk(const std::string& flag_text, std::int64_t segment_bytes,
+                                   const Topology& topology, int ranks) {
+  if (segment_bytes <= 0) return;
+  for (int r = 0; r < ranks; ++r)
+    if (!topology.endpoint(r).pipelined) return;
+  double chunk = 0;
+  Protocol smallest = Protocol::none;
+  for (const Protocol p : kAllProtocols) {
+    const ProtocolProps& props = topology.protocol(p);
+    if (props.set && props.chunk_bytes > 0 && (chunk == 0 || props.chunk_bytes < chunk)) {
+      chunk = props.chunk_bytes;
+      smallest = p;
+    }
+  }
+  if (chunk > 0 && static_cast<double>(segment_bytes) < chunk)
+    throw UsageError("--segment '" + flag_text + "': below " + topology.name +
+                     "'s smallest pipeline chunk (" + std::string(to_string(smallest)) + ", " +
+                     std::to_string(static_cast<std::int64_t>(chunk)) +
+                     " bytes of data): its endpoints are pipelined GPU kernels, which the "
+                     "simulator charges nothing per message, so smaller segments than NCCL moves "
+                     "would look free; give at least " +
+                     std::to_string(static_cast<std::int64_t>(chunk)) + ", or 0 for automatic");
+}
 
 struct SimulateArgs {
   std::string topology;
@@ -58,6 +93,7 @@ struct SimulateArgs {
   std::string nccl_tests_json;  // -J
   std::string nccl_version;     // --nccl-version; empty = the topology's, else the default
   bool explain = false;
+  bool quiet = false;
 };
 
 // A non-negative integer flag, with the flag's name in the error.
@@ -88,44 +124,6 @@ void check_algorithm_names(Collective c, const std::vector<std::string>& names) 
   }
 }
 
-// A one-line bar on stderr, drawn only when stderr is a terminal and the
-// sweep has already run for a second: short sweeps and logs stay clean.
-class ProgressBar {
- public:
-  ProgressBar() : enabled_(::isatty(STDERR_FILENO) == 1), start_(Clock::now()) {}
-  ~ProgressBar() { clear(); }
-
-  void update(std::size_t done, std::size_t total) {
-    if (!enabled_) return;
-    const auto now = Clock::now();
-    if (now - start_ < std::chrono::seconds(1)) return;
-    if (drawn_ && done < total && now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    constexpr int kWidth = 40;
-    const int filled = static_cast<int>(kWidth * done / (total ? total : 1));
-    std::string bar(static_cast<size_t>(filled), '#');
-    bar.resize(kWidth, '.');
-    std::fprintf(stderr, "\r[%s] %3zu%% %zu/%zu", bar.c_str(), 100 * done / (total ? total : 1),
-                 done, total);
-    std::fflush(stderr);
-    drawn_ = true;
-  }
-
-  void clear() {
-    if (!drawn_) return;
-    std::fprintf(stderr, "\r%*s\r", 72, "");
-    std::fflush(stderr);
-    drawn_ = false;
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  bool enabled_;
-  bool drawn_ = false;
-  Clock::time_point start_;
-  Clock::time_point last_{};
-};
-
 void run_simulate(const SimulateArgs& a) {
   // Every argument is checked before anything runs or is written.
   if (!a.renamed_model.empty()) throw UsageError(renamed_model_message(a.renamed_model));
@@ -138,9 +136,25 @@ void run_simulate(const SimulateArgs& a) {
   const std::int64_t factor = parse_count("-f", a.step_factor);
   const std::int64_t step = parse_size("-i", a.step_bytes);
   sweep.sizes = sweep_sizes(min_bytes, max_bytes, factor, step);
-  sweep.dtype = parse_data_type(a.dtype);
-  sweep.op = parse_red_op(a.op);
-  sweep.root = parse_int("--root", a.root);
+  // nccl-tests' "all": every type (-d), every op (-o); every root (-r all
+  // or -1, once the rank count is known).
+  std::vector<DataType> dtypes;
+  if (a.dtype == "all")
+    dtypes.assign(std::begin(kAllDataTypes), std::end(kAllDataTypes));
+  else
+    dtypes = {parse_data_type(a.dtype)};
+  std::vector<RedOp> ops;
+  if (a.op == "all")
+    ops = is_reduction(sweep.collective)
+              ? std::vector<RedOp>(std::begin(kAllRedOps), std::end(kAllRedOps))
+              : std::vector<RedOp>{RedOp::sum};
+  else
+    ops = {parse_red_op(a.op)};
+  const bool every_root = a.root == "all" || a.root == "-1";
+  sweep.dtype = dtypes.front();
+  sweep.op = ops.front();
+  sweep.root = every_root ? 0 : parse_int("--root", a.root);
+  for (const DataType t : dtypes) parse_segment_bytes("--segment", a.segment, t);
   sweep.segment_bytes = parse_segment_bytes("--segment", a.segment, sweep.dtype);
   sweep.group_size = parse_int("--group", a.group);
   sweep.nccl_buffsize = parse_nccl_buffsize("--nccl-buffsize", a.buffsize);
@@ -187,6 +201,7 @@ void run_simulate(const SimulateArgs& a) {
   // --segments-as: the segment choice of a measured run, read before the
   // topology so that a bad file fails first and alone.
   std::optional<CostParams> run_model;
+  std::optional<Report> segments_run;  // a collkit report's, checked against the sweep below
   if (!a.segments_as.empty()) {
     ReadOptions read;
     read.collective = sweep.collective;
@@ -201,6 +216,7 @@ void run_simulate(const SimulateArgs& a) {
                    a.segments_as.c_str(), std::string(to_string(runs.front().format)).c_str());
     } else {
       run_model = segment_model_of(run, a.segments_as);
+      segments_run = run;
       // The run's nccl variants ran with bench's default channel plan.
       sweep.nccl_as_bench = true;
       if (!run_model)
@@ -225,15 +241,88 @@ void run_simulate(const SimulateArgs& a) {
              !nccl_applies(ctx, sweep.collective, name, sweep.dtype, sweep.op);
     });
   }
+  check_ranks_fit(sweep.ranks, "--topology " + a.topology);
+  check_launch_fits(a.launch, options.launch_devices, sweep.ranks);
+  check_segment_not_below_chunk(a.segment, sweep.segment_bytes, *topology, sweep.ranks);
+  // The run whose segments are followed must be of this collective on as
+  // many ranks: another's segment choice predicts schedules it never ran.
+  if (segments_run) {
+    if (segments_run->ranks != sweep.ranks)
+      throw UsageError("--segments-as " + a.segments_as + ": a run on " +
+                       std::to_string(segments_run->ranks) + " ranks, but this simulation has " +
+                       std::to_string(sweep.ranks) + " (--ranks " +
+                       std::to_string(segments_run->ranks) + "?)");
+    const bool same_collective =
+        std::any_of(segments_run->results.begin(), segments_run->results.end(),
+                    [&](const ResultRow& r) { return r.collective == sweep.collective; });
+    if (!same_collective && !segments_run->results.empty())
+      throw UsageError("--segments-as " + a.segments_as + ": a run of " +
+                       std::string(to_string(segments_run->results.front().collective)) +
+                       ", but this simulation is " + std::string(to_string(sweep.collective)));
+  }
   sweep.model = run_model.value_or(cost_params_of(*topology, sweep.ranks));
+  std::vector<int> roots = {sweep.root};
+  if (every_root && is_rooted(sweep.collective)) {
+    roots.clear();
+    for (int r = 0; r < sweep.ranks; ++r) roots.push_back(r);
+  }
+
+  // One sweep per (root, type, op), in nccl-tests' order; rows carry their
+  // own type, op and root when there are several.
+  std::vector<SweepSpec> sweeps;
+  for (const int root : roots)
+    for (const DataType type : dtypes)
+      for (const RedOp op : ops) {
+        SweepSpec s = sweep;
+        s.root = root;
+        s.dtype = type;
+        s.op = op;
+        s.segment_bytes = parse_segment_bytes("--segment", a.segment, type);
+        // "all" holds the nccl variants NCCL runs on this machine (nccl:nvls
+        // only where a switch reduces, ...); named ones that do not apply are
+        // errors. Simulating a collkit run (--segments-as), they are the
+        // schedules bench ran, which it can run on any machine.
+        if (a.algorithm == "all" && !s.nccl_as_bench) {
+          const NcclContext ctx = nccl_context(*topology, s.ranks);
+          std::erase_if(s.algorithms, [&](const std::string& name) {
+            return is_nccl_algorithm(name) && !nccl_applies(ctx, s.collective, name, s.dtype, s.op);
+          });
+        }
+        sweeps.push_back(std::move(s));
+      }
+  const bool mixed = sweeps.size() > 1;
 
   const std::string start_time = nccl_tests_timestamp();
   Report report;
   {
-    ProgressBar bar;
-    report =
-        simulate_report(sweep, *topology, options,
-                        [&bar](std::size_t done, std::size_t total) { bar.update(done, total); });
+    std::size_t total = 0;
+    for (const SweepSpec& s : sweeps) total += s.algorithms.size() * s.sizes.size();
+    Progress progress(
+        "simulate " + std::string(to_string(sweep.collective)) + " on " + topology->name, total,
+        {a.quiet});
+    // On a timer too: one row of many ranks (16k: minutes) reports only
+    // when it ends, and the elapsed time keeps moving meanwhile.
+    progress.start_ticker();
+    std::size_t before = 0;
+    for (const SweepSpec& s : sweeps) {
+      const std::size_t points = s.algorithms.size() * s.sizes.size();
+      Report part = simulate_report(s, *topology, options, [&](std::size_t done, std::size_t) {
+        progress.update(before + done);
+      });
+      before += points;
+      if (mixed)
+        for (ResultRow& row : part.results) {
+          row.dtype = s.dtype;
+          row.op = s.op;
+          row.root = s.root;
+        }
+      if (&s == &sweeps.front()) {
+        report = std::move(part);
+        continue;
+      }
+      for (ResultRow& row : part.results) report.results.push_back(std::move(row));
+    }
+    report.best = compute_best(report.results);
   }
   report.collkit_version = COLLKIT_VERSION;
   report.extra["min_bytes"] = min_bytes;
@@ -266,6 +355,9 @@ void run_simulate(const SimulateArgs& a) {
       report.extra["nccl_explain"] = all;
     }
   }
+  // Every setting that changes a number is a key; the launch mode was the
+  // one missing (the command line as given goes to -J files, "args").
+  report.extra["launch"] = a.launch;
 
   std::fputs(format_tables(report).c_str(), stdout);
   std::fputs("#\n", stdout);
@@ -280,10 +372,7 @@ void run_simulate(const SimulateArgs& a) {
   if (!a.nccl_tests_json.empty()) {
     NcclTestsJsonInfo info;
     info.start_time = start_time;
-    info.args = {"collkit",    "simulate",    "--topology", a.topology,   "--collective",
-                 a.collective, "-b",          a.min_bytes,  "-e",         a.max_bytes,
-                 "-f",         a.step_factor, "-i",         a.step_bytes, "-d",
-                 a.dtype,      "-o",          a.op,         "-r",         a.root};
+    info.args = command_line();
     for (auto& file : nccl_tests_json_files(report, a.nccl_tests_json, info))
       files.push_back(std::move(file));
   }
@@ -312,9 +401,11 @@ void add_simulate_command(CLI::App& app) {
                   "Multiply the size by this factor (> 1) at each step (1: use -i)");
   cmd->add_option("-i,--stepbytes", a->step_bytes, "Add this many bytes at each step (1M)");
   cmd->add_option("-d,--dtype,--datatype", a->dtype,
-                  "Data type: int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double");
-  cmd->add_option("-o,--op", a->op, "Reduction op: sum prod min max avg (sum)");
-  cmd->add_option("-r,--root", a->root, "Root rank of rooted collectives (0)");
+                  "Data type: int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double, or "
+                  "all (every one)");
+  cmd->add_option("-o,--op", a->op, "Reduction op: sum prod min max avg, or all (sum)");
+  cmd->add_option("-r,--root", a->root,
+                  "Root rank of rooted collectives, or all (-1, as nccl-tests): every rank (0)");
   cmd->add_option("--ranks", a->ranks, "Ranks on the topology's first endpoints (0 = all)");
   cmd->add_option("--net-model", a->model,
                   "Network model: flow (link sharing, default) or alpha-beta");
@@ -351,6 +442,9 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("-J,--output_file", a->nccl_tests_json,
                   "Write nccl-tests JSON (-J schema) to this file; with several algorithms one "
                   "file each, the algorithm before the extension (FILE.ring.json)");
+  cmd->add_flag("--quiet", a->quiet,
+                "No progress on standard error (shown after a few seconds: a bar on a terminal, "
+                "a line now and then otherwise)");
   cmd->callback([a] { run_simulate(*a); });
 }
 

@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/outputs.h"
 #include "core/atomic_file.h"
 #include "core/dtypes.h"
 #include "core/error.h"
+#include "core/progress.h"
 #include "core/sizes.h"
 #include "sim/engine.h"
 #include "topologies/topology.h"
@@ -32,6 +34,7 @@ struct TunerArgs {
   std::string op = "sum";
   std::string model = "flow";
   std::string launch = "proc";
+  bool quiet = false;
 };
 
 // "8,16,0": rank counts, 0 = all ranks of the topology.
@@ -92,6 +95,12 @@ void run_tuner(const TunerArgs& a) {
                     ", does not exist");
   const std::string model_path = (dir / "collkit-tuner.model").string();
   const std::string config_path = (dir / "nccl_tuner.conf").string();
+  // The two files are outputs like any other: never one of the inputs (a
+  // topology kept next to the files it produced), never read-only. A
+  // directory yet to be created holds neither.
+  if (fs::is_directory(dir, ec))
+    prepare_outputs({{"-o", model_path}, {"-o", config_path}},
+                    {{"--topology", topology_file(a.topology)}});
 
   // Every topology is loaded (and every rank count checked) before the
   // first simulation.
@@ -99,6 +108,8 @@ void run_tuner(const TunerArgs& a) {
   for (int r : rank_list) {
     topologies.push_back(load_topology(a.topology, r));
     const int ranks = topologies.back()->num_ranks();
+    check_ranks_fit(ranks, "--topology " + a.topology);
+    check_launch_fits(a.launch, spec.options.launch_devices, ranks);
     for (std::size_t i = 0; i + 1 < topologies.size(); ++i)
       if (topologies[i]->num_ranks() == ranks)
         throw UsageError("--ranks '" + a.ranks + "': " + std::to_string(ranks) +
@@ -106,12 +117,17 @@ void run_tuner(const TunerArgs& a) {
   }
   TunerModel model;
   const std::string topo_name = topologies.front()->name;
+  Progress progress("tuner on " + topo_name, topologies.size(), {a.quiet});
+  progress.start_ticker();
   for (const std::unique_ptr<Topology>& topology : topologies) {
+    progress.update(model.comms.size(), std::to_string(topology->num_ranks()) + " ranks");
     TunerComm comm = tuner_comm(*topology, topology->num_ranks(), spec);
-    std::fprintf(stderr, "collkit: tuner: %d ranks on %d node(s): %zu tables\n", comm.ranks,
-                 comm.nodes, comm.tables.size());
+    progress.print("collkit: tuner: " + std::to_string(comm.ranks) + " ranks on " +
+                   std::to_string(comm.nodes) + " node(s): " + std::to_string(comm.tables.size()) +
+                   " tables");
     model.comms.push_back(std::move(comm));
   }
+  progress.finish();
   const std::string sizes = human(static_cast<std::uint64_t>(spec.sizes.front())) + ".." +
                             human(static_cast<std::uint64_t>(spec.sizes.back())) + " x" +
                             std::to_string(factor);
@@ -175,6 +191,7 @@ void add_tuner_command(CLI::App& app) {
   cmd->add_option("--net-model", a->model, "Network model: flow (link sharing) or alpha-beta");
   cmd->add_option("--launch", a->launch,
                   "How calls are launched, as collkit simulate: proc (default) or group:G");
+  cmd->add_flag("--quiet", a->quiet, "No progress on standard error");
   cmd->callback([a] { run_tuner(*a); });
 }
 

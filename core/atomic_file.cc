@@ -48,15 +48,36 @@ std::string follow_links(const std::string& path) {
   throw FileError(path + ": cannot write: too many levels of symbolic links");
 }
 
+// The descriptor a path names: /dev/stdout 1, /dev/stderr 2, /dev/fd/N and
+// /proc/self/fd/N (bash's >(...) hands out /dev/fd/63); -1 for any other
+// path. Such a path is the open stream itself, so it is written through the
+// descriptor: its target (pipe:[N] for a pipe) is not a path, and a file
+// behind it keeps its offset and append mode instead of being replaced.
+int descriptor_of(const std::string& path) {
+  if (path == "/dev/stdout") return STDOUT_FILENO;
+  if (path == "/dev/stderr") return STDERR_FILENO;
+  for (const std::string prefix : {std::string("/dev/fd/"), std::string("/proc/self/fd/"),
+                                   "/proc/" + std::to_string(::getpid()) + "/fd/"}) {
+    if (path.rfind(prefix, 0) != 0) continue;
+    const std::string digits = path.substr(prefix.size());
+    if (digits.empty() || digits.size() > 6 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      return -1;
+    return std::stoi(digits);
+  }
+  return -1;
+}
+
 // What is at an output path, and so how it is written.
 struct Target {
-  enum class Kind : std::uint8_t { standard_output, replace, in_place };
+  enum class Kind : std::uint8_t { standard_output, replace, in_place, descriptor };
   Kind kind = Kind::replace;
   std::string given;    // as the user wrote it, for messages
   std::string path;     // after following links
   bool exists = false;  // replace: an existing regular file
   struct stat st {};    // of the existing file
   bool socket = false;  // in_place: a Unix socket (connected, not opened)
+  int fd = -1;          // descriptor: the open descriptor the path names
 };
 
 Target resolve(const std::string& given) {
@@ -67,6 +88,17 @@ Target resolve(const std::string& given) {
     return t;
   }
   if (given.empty()) throw FileError("(empty path): cannot write: no file name given");
+  if (const int fd = descriptor_of(given); fd >= 0) {
+    t.kind = Target::Kind::descriptor;
+    t.fd = fd;
+    t.path = given;
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0) throw FileError(given + ": cannot write: " + reason(errno));
+    if ((flags & O_ACCMODE) == O_RDONLY)
+      throw FileError(given + ": cannot write: descriptor " + std::to_string(fd) +
+                      " is open for reading only");
+    return t;
+  }
   t.path = follow_links(given);
   const std::string via = t.path == given ? "" : " (the link's target " + t.path + ")";
   if (::stat(t.path.c_str(), &t.st) != 0) {
@@ -161,6 +193,17 @@ void write_standard_output(const std::string& text) {
   write_fd(standard_output_fd, text, std::string(kStdoutPath) + " (standard output)");
 }
 
+// /dev/stdout, /dev/fd/N: written through the descriptor, after what stdio
+// holds for it. Standard output is the saved one after
+// reserve_standard_output(), as for "-".
+void write_descriptor(const Target& t, const std::string& text) {
+  if (t.fd == STDOUT_FILENO || t.fd == STDERR_FILENO) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+  }
+  write_fd(t.fd == STDOUT_FILENO ? standard_output_fd : t.fd, text, t.given);
+}
+
 // A temporary created next to the (link-resolved) target: rename() is atomic
 // only within one file system. The name is hidden and unique per process and
 // call, so concurrent writers never collide; it is removed unless committed.
@@ -243,7 +286,7 @@ struct Identity {
 
 Identity identify(const std::string& path) {
   Identity id;
-  if (path == kStdoutPath) {
+  if (path == kStdoutPath || descriptor_of(path) == STDOUT_FILENO) {
     id.standard_output = true;
     return id;
   }
@@ -290,6 +333,7 @@ void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& 
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (targets[i].kind == Target::Kind::in_place) write_in_place(targets[i], files[i].second);
     if (targets[i].kind == Target::Kind::standard_output) write_standard_output(files[i].second);
+    if (targets[i].kind == Target::Kind::descriptor) write_descriptor(targets[i], files[i].second);
   }
   for (TempFile& t : temps) t.commit();
 }
@@ -325,7 +369,8 @@ void check_outputs(const std::vector<PathArg>& outputs, const std::vector<PathAr
             (id.standard_output ? " both name standard output" : " name the same file") +
             ": give each output its own path");
     for (const PathArg& in : inputs) {
-      if (in.path.empty()) continue;
+      // An input "-" is standard input, never an output's file.
+      if (in.path.empty() || in.path == "-") continue;
       if (same_file(id, identify(in.path)) && (id.exists || id.standard_output))
         throw UsageError(out.flag + " " + out.path + " is the same file as " + in.flag + " " +
                          in.path + ": refusing to overwrite an input");

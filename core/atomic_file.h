@@ -9,6 +9,9 @@
 //   - a character device (/dev/null, a terminal), FIFO or socket: opened and
 //     written in place, no temporary and no rename.
 //   - "-": standard output.
+//   - /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N (bash's >(...)):
+//     the open descriptor itself, written as it is (a pipe behind it has no
+//     path to follow; a file behind it keeps its offset and append mode).
 //   - a directory, a block device, or an existing file no one may write
 //     (no write permission bit, or not writable by this user): refused.
 #pragma once

@@ -25,7 +25,10 @@ inline constexpr Collective kAllCollectives[] = {
     Collective::all_reduce, Collective::all_to_all, Collective::barrier};
 
 std::string_view to_string(Collective c);
-// Throws UsageError listing the valid names.
+// collkit's names and NCCL's, MPI's and nccl-tests' spellings of them
+// (case, '_' and '-' aside: AllReduce, allreduce, alltoall, reducescatter,
+// MPI_Bcast, ncclAllGather, all_reduce_perf). Throws UsageError with the
+// nearest names and the valid ones.
 Collective parse_collective(std::string_view name);
 // True for collectives whose result depends on the root (broadcast, reduce,
 // scatter, gather).

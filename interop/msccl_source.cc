@@ -53,6 +53,33 @@ std::string hang_words(const Algo& a, const Hang& h, const ScheduleSpec& spec) {
 
 }  // namespace
 
+// The bytes of one call as the runtime counts them for minBytes/maxBytes:
+// the API count (per rank for allgather, reducescatter and alltoall; the
+// per-call count n / p for gather and scatter) times the element size.
+std::int64_t call_bytes(const Algo& a, const ScheduleSpec& spec) {
+  std::int64_t count = spec.count;
+  if (spec.collective == Collective::gather || spec.collective == Collective::scatter)
+    count /= a.ngpus;
+  if (a.multiplied) count /= a.ngpus;
+  return count * spec.elem_size;
+}
+
+std::string outside(const Algo& a, const ScheduleSpec& spec, bool in_place) {
+  std::string why;
+  const auto add = [&why](const std::string& s) { why += (why.empty() ? "" : "; ") + s; };
+  if (in_place && !a.inplace) add("in place, which the file does not serve (inplace=\"0\")");
+  if (!in_place && !a.outofplace)
+    add(std::string("out of place, which the file does not serve (") +
+        (a.inplace ? "outofplace=\"0\"" : "no outofplace attribute") +
+        "; its schedule runs in place)");
+  const std::int64_t bytes = call_bytes(a, spec);
+  if (bytes < a.min_bytes || (a.max_bytes > 0 && bytes > a.max_bytes))
+    add("outside the file's sizes " + std::to_string(a.min_bytes) + ".." +
+        (a.max_bytes > 0 ? std::to_string(a.max_bytes) : std::string("unlimited")) +
+        " bytes per call (minBytes, maxBytes)");
+  return why.empty() ? why : "outside the MSCCL file's declaration: " + why;
+}
+
 }  // namespace msccl
 
 void register_interop_sources() {
@@ -81,6 +108,9 @@ void register_interop_sources() {
     return spec.algorithm + " at count " + std::to_string(spec.count) + " (" +
            std::to_string(msccl::buffering(*algo, spec).bytes) + " bytes): the runtime " +
            msccl::hang_words(*algo, h, spec) + ": " + h.reason;
+  };
+  src.outside = [](const ScheduleSpec& spec, bool in_place) {
+    return msccl::outside(*msccl::load(spec.algorithm), spec, in_place);
   };
   register_schedule_source(std::move(src));
 }

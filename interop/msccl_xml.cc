@@ -5,11 +5,10 @@
 #include <array>
 #include <cerrno>
 #include <cstdio>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/input_file.h"
 
 namespace collkit::msccl {
 namespace {
@@ -186,12 +185,7 @@ std::string where_step(const Algo& a, int gpu, int tb, int step) {
 }
 
 Algo read_algo(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(path + ": cannot open the MSCCL XML file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw FileError(path + ": cannot read the MSCCL XML file");
-  return parse_algo(ss.str(), path);
+  return parse_algo(read_input_file(path, "MSCCL XML file"), path);
 }
 
 Algo parse_algo(std::string_view text, const std::string& file) {

@@ -425,7 +425,7 @@ class Planner {
                         lay.pp / (opts_.device_tflops * 1e12);
     plan.bubble_time = plan.bubble * plan.compute_time;
     plan.time += plan.bubble_time;
-    plan.fits = plan.memory.total() <= opts_.device_memory;
+    plan.fits = plan.memory.total() <= opts_.device_memory - opts_.memory_reserve;
   }
 
   void set_choice(Plan& plan, std::size_t i, const Candidate& c) {
@@ -802,8 +802,23 @@ class Planner {
     out.push_back(line);
     std::snprintf(buf, sizeof buf, "memory per rank %.2f GB against the choice's %.2f GB (%s)",
                   plan.memory.total() / kGB, best.memory.total() / kGB,
-                  plan.fits ? "fits" : "does not fit");
+                  plan.fits                                    ? "fits"
+                  : plan.memory.total() <= opts_.device_memory ? "does not fit: it leaves less "
+                                                                 "than the --memory-reserve free"
+                                                               : "does not fit");
     out.emplace_back(buf);
+    // Faster, fitting and not chosen: the planner's rule against tensor and
+    // pipeline parallelism that gains less than kLayoutMargin.
+    if (dt < 0 && plan.fits && (lay.tp > 1 || lay.pp > 1) && best.layout.tp == 1 &&
+        best.layout.pp == 1 && plan.step_time() > best.step_time() * (1 - kLayoutMargin)) {
+      std::snprintf(buf, sizeof buf,
+                    "yours is faster by less than %.0f%% of the step: the planner keeps plain data "
+                    "parallelism unless tensor or pipeline parallelism lowers the step by %.0f%% "
+                    "or more, as their price here is optimistic (compute split perfectly, no "
+                    "pipeline flush)",
+                    kLayoutMargin * 100, kLayoutMargin * 100);
+      out.emplace_back(buf);
+    }
     const Layout& bl = best.layout;
     if (lay.tp != bl.tp || lay.pp != bl.pp || lay.dp != bl.dp || lay.micro_batch != bl.micro_batch)
       out.push_back("layout: yours tensor_parallel " + std::to_string(lay.tp) + " x pipeline " +
@@ -865,11 +880,20 @@ class Planner {
     }
     std::string v;
     if (res.fits) {
-      v = "fits: " + gb(plan.memory.total()) + " per rank of " + gb(opts_.device_memory) + ", " +
-          ms(plan.step_time()) + " per step (" + ms(plan.comm_time) + " of communication" +
+      v = "fits: " + gb(plan.memory.total()) + " per rank of " + gb(opts_.device_memory) +
+          reserve_text() + ", " + ms(plan.step_time()) + " per step (" + ms(plan.comm_time) +
+          " of communication" +
           (plan.layout.pp > 1 ? " and " + ms(plan.bubble_time) + " of pipeline bubble)"
                               : std::string(")"));
-      if (res.cheapest.step_time() < plan.step_time() - 1e-12)
+      // A faster plan that fits was set aside by the kLayoutMargin rule (its
+      // tensor or pipeline parallelism gains too little), not by memory.
+      if (res.cheapest.step_time() < plan.step_time() - 1e-12 && res.cheapest.fits)
+        v += "; the fastest plan (" + ms(res.cheapest.step_time()) + ", tensor_parallel " +
+             std::to_string(res.cheapest.layout.tp) + " x pipeline " +
+             std::to_string(res.cheapest.layout.pp) + ") fits, but gains less than " +
+             std::to_string(static_cast<int>(kLayoutMargin * 100)) +
+             "% over plain data parallelism, which the planner then keeps";
+      else if (res.cheapest.step_time() < plan.step_time() - 1e-12)
         v += "; the fastest plan (" + ms(res.cheapest.step_time()) + ") needs " +
              gb(res.cheapest.memory.total()) + " per rank and does not fit";
       if (lay.tp > 1 || lay.pp > 1)
@@ -879,8 +903,10 @@ class Planner {
                                       : "; tensor/pipeline parallelism is needed to fit";
     } else {
       v = "NOTHING FITS: the smallest plan found needs " + gb(plan.memory.total()) +
-          " per rank, more than the " + gb(opts_.device_memory) +
-          " device memory; use more ranks, a smaller --micro-batch or a larger --device-memory";
+          " per rank, more than the " + gb(opts_.device_memory) + " device memory" +
+          reserve_text() +
+          "; use more ranks, a smaller --micro-batch, a larger --device-memory or a smaller "
+          "--memory-reserve";
     }
     if (plan.ranks_used() < opts_.ranks)
       v += "; " + std::to_string(opts_.ranks - plan.ranks_used()) + " of " +
@@ -891,6 +917,11 @@ class Planner {
       v += "; tensor and pipeline parallelism not considered: the topology has no nodes "
            "(--devices-per-node N)";
     res.verdict = v;
+  }
+
+  // " less the 2.15 GB reserve" (--memory-reserve), empty without one.
+  std::string reserve_text() const {
+    return opts_.memory_reserve > 0 ? " less the " + gb(opts_.memory_reserve) + " reserve" : "";
   }
 
  private:
@@ -946,6 +977,41 @@ Json use_json(const CollectiveUse& u) {
   return j;
 }
 
+// The batch bounded as the model file's sizes are (64-bit integers): a
+// collective's bytes are samples x a layer's activation elements per sample
+// x bytes per element, and its count per step up to samples x repeat x the
+// layer's tensor-parallel all_reduces per micro-batch. A
+// batch whose products overflow priced nothing it could say (issue 40: a
+// division by a wrapped product died with SIGFPE, 10^12 samples printed steps
+// of 10^18 ms that "fit"), so it is refused, naming the layer that bounds it.
+void check_batch_fits(const Model& model, const PlanOptions& opts) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  const std::int64_t elem = size_of(opts.dtype);
+  std::int64_t limit = kMax / 2;  // micro-batch candidates double up to the batch
+  std::string why = "micro-batch candidates (powers of two) up to it overflow";
+  for (const Layer& l : model.layers) {
+    const std::int64_t act = std::max(l.act_in, l.act_out);
+    if (act > 0 && kMax / act / elem < limit) {
+      limit = kMax / act / elem;
+      why = "layer '" + l.name + "' keeps " + std::to_string(act) + " elements of " +
+            std::to_string(elem) + " bytes per sample, and a collective's bytes (samples x " +
+            std::to_string(act * elem) + ") overflow";
+    }
+    const std::int64_t per_sample_count =
+        std::max<std::int64_t>(1, l.repeat) * std::max(1, l.tp_all_reduces);
+    if (kMax / per_sample_count < limit) {
+      limit = kMax / per_sample_count;
+      why = "layer '" + l.name + "' repeats " + std::to_string(l.repeat) +
+            " times, and its collectives per step overflow";
+    }
+  }
+  if (opts.batch > limit)
+    throw UsageError("--batch " + std::to_string(opts.batch) + ": at most " +
+                     std::to_string(limit) + " samples for " + model.name + " in " +
+                     std::string(to_string(opts.dtype)) + ": " + why +
+                     " 64-bit integers beyond it");
+}
+
 }  // namespace
 
 bool gpu_topology(const Topology& topology, int ranks) {
@@ -963,6 +1029,8 @@ PlanResult make_plan(const Model& model, const Topology& topology, const PlanOpt
   if (opts.micro_batch < 0)
     throw UsageError("--micro-batch " + std::to_string(opts.micro_batch) + ": must be >= 1");
   if (!(opts.device_memory > 0)) throw UsageError("--device-memory: must be > 0");
+  if (!(opts.memory_reserve >= 0)) throw UsageError("--memory-reserve: must be >= 0");
+  check_batch_fits(model, opts);
   Planner planner(model, topology, opts);
   return planner.run(topology);
 }
@@ -987,6 +1055,7 @@ Json plan_json(const PlanResult& res, const Model& model, const Topology& topolo
         to_string(opts.nccl_version.value_or(topology.nccl.version.value_or(kDefaultNcclVersion)));
   j["optimizer_bytes_per_param"] = res.optimizer_bytes;
   j["device_memory_bytes"] = opts.device_memory;
+  j["memory_reserve_bytes"] = opts.memory_reserve;
   const Layout& lay = res.plan.layout;
   j["layout"] = {{"tensor_parallel", lay.tp},
                  {"pipeline_parallel", lay.pp},

@@ -101,12 +101,25 @@ struct UserLayout {
   std::int64_t micro_batch = 0;  // 0 = --micro-batch, else the per-rank batch
 };
 
+// What a training process holds on a GPU besides the model states and
+// activations the planner counts (docs/PLANNER.md, "Memory per rank"): the
+// CUDA context and the kernels it loads, 1.42 GiB measured under PyTorch
+// (ml-engineering, debug/pytorch.md), and NCCL's buffers, 9,633,792 bytes per
+// connection (NCCL's defaults: Simple 4 MiB, LL128 4,915,200, LL 524,288;
+// src/init.cc) for 32 channels of a ring and a tree connection each, 0.57
+// GiB. About 2 GiB; allocator fragmentation is not included.
+inline constexpr double kDefaultMemoryReserve = 2.0 * (1ull << 30);
+
 struct PlanOptions {
   int ranks = 0;
   std::int64_t batch = 0;        // global samples per step
   std::int64_t micro_batch = 0;  // per rank; 0 = the planner chooses
   DataType dtype = DataType::bfloat16;
   double device_memory = 80.0 * (1ull << 30);  // bytes
+  // Bytes of device memory a plan leaves free (plan --memory-reserve, whose
+  // default is kDefaultMemoryReserve): a plan fits when its memory per rank
+  // is at most device_memory - memory_reserve.
+  double memory_reserve = 0;
   // Achieved dense FLOP/s per device, in TFLOPS: prices the pipeline bubble.
   // 400 is about 40% of an H100 SXM's 989 bf16 TFLOPS, what large training
   // runs report.

@@ -1,12 +1,12 @@
 #include "planner/planner_model.h"
 
-#include <fstream>
 #include <initializer_list>
 #include <limits>
 #include <set>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/input_file.h"
+#include "core/json.h"
 
 namespace collkit {
 namespace {
@@ -302,17 +302,30 @@ DerivedLayer derive_layer(LayerKind kind, const json& shape, const std::string& 
 Model parse_model(const std::string& text, const std::string& file) {
   json doc;
   try {
-    doc = json::parse(text);
+    doc = parse_json_unique<json>(text);
+  } catch (const DuplicateJsonKey& e) {
+    throw FileError(file + ": " + e.what() + ": JSON keeps one of the two silently; give it once");
   } catch (const json::exception& e) {
     // parse_error, or out_of_range for a number a double cannot hold (1e999).
     throw FileError(file + ": malformed JSON: " + e.what());
   }
+  // A topology given as --model: say so, not "unknown key".
+  if (doc.is_object() && !doc.contains("layers") &&
+      (doc.contains("generator") || doc.contains("dims") || doc.contains("nodes")))
+    throw FileError(file + ": a topology file (it has \"" +
+                    (doc.contains("generator") ? "generator"
+                     : doc.contains("dims")    ? "dims"
+                                               : "nodes") +
+                    "\"), not a model; a topology is --topology FILE, a model lists \"layers\" "
+                    "(docs/MODELS.md)");
   Fields top(doc, file);
   top.only({"name", "description", "source", "params", "layers"});
   Model model;
   model.file = file;
   if (!top.has("name")) throw FileError(file + ": missing key 'name'");
   model.name = top.text("name", "");
+  if (model.name.find_first_not_of(" \t") == std::string::npos)
+    throw FileError(file + ".name: empty; the model needs a name (the plan prints it)");
   model.description = top.text("description", "");
   top.text("source", "");
   if (!top.has("layers")) throw FileError(file + ": missing key 'layers'");
@@ -327,6 +340,9 @@ Model parse_model(const std::string& text, const std::string& file) {
     Layer l;
     if (!f.has("name")) throw FileError(where + ": missing key 'name'");
     l.name = f.text("name", "");
+    // The plan names layers by it: an empty (or blank) name names nothing.
+    if (l.name.find_first_not_of(" \t") == std::string::npos)
+      throw FileError(where + ".name: empty; every layer needs a name (the plan lists it)");
     const std::string named = where + " (" + l.name + ")";
     f.set_where(named);
     if (!names.insert(l.name).second) throw FileError(named + ".name: duplicate layer name");
@@ -395,11 +411,7 @@ Model parse_model(const std::string& text, const std::string& file) {
 }
 
 Model load_model(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(path + ": cannot open model file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_model(text.str(), path);
+  return parse_model(read_input_file(path, "model file"), path);
 }
 
 }  // namespace collkit

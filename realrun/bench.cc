@@ -300,6 +300,8 @@ class MpiBackend final : public MpiBackendBase {
       return std::make_unique<MpiMeasurement>(cfg_, rank_, ranks_, count, type, op, in_place);
     }
     std::unique_ptr<Schedule> s = schedule_for(algorithm, count, type);
+    unavailable = agree(outside_declaration(s->spec(), in_place));
+    if (!unavailable.empty()) return nullptr;
     if (in_place) {
       unavailable =
           agree(in_place_hazard(*s, rank_, in_place_layout(c, ranks_, rank_, cfg_.root, count)));
@@ -534,6 +536,8 @@ class NcclBackend final : public MpiBackendBase {
           comm_, device_, stream_->get(), cfg_);
     }
     std::unique_ptr<Schedule> s = schedule_for(algorithm, count, type);
+    unavailable = agree(outside_declaration(s->spec(), in_place));
+    if (!unavailable.empty()) return nullptr;
     if (in_place) {
       unavailable =
           agree(in_place_hazard(*s, rank_, in_place_layout(c, ranks_, rank_, cfg_.root, count)));

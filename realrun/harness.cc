@@ -144,6 +144,11 @@ BenchConfig parse_config(const BenchArgs& a, int ranks) {
   cfg.iters = static_cast<int>(parse_int("-n", a.iters, 1, 1 << 30));
   cfg.warmup = static_cast<int>(parse_int("-w", a.warmup, 0, 1 << 30));
   cfg.check = static_cast<int>(parse_int("-c", a.check, 0, 1 << 20));
+  if (a.root == "all" || a.root == "-1")
+    throw UsageError("-r " + a.root +
+                     ": bench measures one root per run (its buffers and checks are the "
+                     "root's); run it once per root (-r 0, -r 1, ...); collkit simulate takes "
+                     "-r all");
   cfg.root = static_cast<int>(parse_int("-r", a.root, 0, 1 << 30));
   if (ranks > 0 && cfg.root >= ranks)
     throw UsageError("-r " + a.root + ": root is out of range for " + std::to_string(ranks) +

@@ -1,6 +1,7 @@
 #include "reports/bench_report.h"
 
 #include <cstdio>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,27 +19,37 @@ using realrun::BenchFigure;
 
 // One table row; the columns of a placement that is not available read N/A.
 // `oop` always carries the size columns.
-std::string table_row(const ResultRow& oop, bool have_oop, const ResultRow* ip,
-                      const std::string& type, const std::string& redop, int root) {
-  if (have_oop && ip) return format_table_row(oop, *ip, type, redop, root);
-  std::string row = format_table_row(oop, oop, type, redop, root);
-  // Drop the figures that are not available (the last four or eight columns).
-  const int drop = have_oop ? 4 : 8;
-  row.pop_back();
-  for (int col = 0; col < drop; ++col) {
+// `row` without its last `columns` columns (and the spaces before them).
+std::string drop_columns(std::string row, int columns) {
+  for (int col = 0; col < columns; ++col) {
     const std::size_t end = row.find_last_not_of(' ');
     row.resize(row.find_last_of(' ', end) + 1);
     row.resize(row.find_last_not_of(' ') + 1);
   }
+  return row;
+}
+
+std::string table_row(const ResultRow& oop, bool have_oop, const ResultRow* ip,
+                      const std::string& type, const std::string& redop, int root) {
+  if (have_oop && ip) return format_table_row(oop, *ip, type, redop, root);
   // "  %7s  %6s  %6s  %6s" with N/A in each column.
   const std::string na = "      N/A     N/A     N/A     N/A";
-  return row + (have_oop ? na : na + na) + "\n";
+  std::string row = format_table_row(oop, ip ? *ip : oop, type, redop, root);
+  row.pop_back();
+  if (have_oop) return drop_columns(row, 4) + na + "\n";
+  const std::string prefix = drop_columns(row, 8);
+  if (!ip) return prefix + na + na + "\n";
+  // In place only: its figures after the out-of-place N/A.
+  return prefix + na + row.substr(drop_columns(row, 4).size()) + "\n";
 }
 
 class BenchReportSink final : public realrun::BenchSink {
  public:
-  BenchReportSink(std::string version, std::string nccl_tests_json)
-      : nccl_tests_json_(std::move(nccl_tests_json)) {
+  BenchReportSink(std::string version, std::string nccl_tests_json,
+                  std::vector<std::string> command_line, ProgressOptions progress)
+      : nccl_tests_json_(std::move(nccl_tests_json)),
+        command_line_(std::move(command_line)),
+        progress_options_(progress) {
     report_.collkit_version = std::move(version);
     if (!nccl_tests_json_.empty()) check_writable(nccl_tests_json_);
   }
@@ -68,6 +79,15 @@ class BenchReportSink final : public realrun::BenchSink {
     report_.op = cfg.ops.front();
     report_.root = cfg.root;
     mixed_ = cfg.dtypes.size() > 1 || cfg.ops.size() > 1;
+    // One step per table row; -N 0 (until interrupted) has no total.
+    const std::size_t rows =
+        cfg.algorithms.size() * cfg.sizes.size() * cfg.dtypes.size() * cfg.ops.size();
+    progress_ = std::make_unique<Progress>(
+        "bench " + std::string(to_string(cfg.collective)),
+        cfg.cycles > 0 ? rows * static_cast<std::size_t>(cfg.cycles) : 0, progress_options_);
+    // A row of many iterations at a large size takes long: the elapsed time
+    // keeps moving between rows.
+    progress_->start_ticker();
   }
 
   void begin_algorithm(const std::string& algorithm, int cycle) override {
@@ -110,6 +130,9 @@ class BenchReportSink final : public realrun::BenchSink {
                                 root_column(c, cfg_.root))
                           .c_str());
     std::fflush(stdout);
+    if (progress_)
+      progress_->update(++rows_done_, algorithm_ + " " + std::to_string(size.bytes) + " B " +
+                                          std::string(to_string(type)));
   }
 
   void end_algorithm(const std::set<std::string>& out_of_place_unavailable,
@@ -129,6 +152,7 @@ class BenchReportSink final : public realrun::BenchSink {
   }
 
   void end(const Json& backend_extra) override {
+    progress_.reset();  // the bar is cleared before the summary
     report_.best = compute_best(report_.results);
     for (const auto& [key, value] : backend_extra.items()) report_.extra[key] = value;
     report_.extra["segment_model"] = segment_model_json(realrun::kBenchSegmentModel);
@@ -147,8 +171,10 @@ class BenchReportSink final : public realrun::BenchSink {
     if (!nccl_tests_json_.empty()) {
       NcclTestsJsonInfo info;
       info.start_time = start_time_;
-      info.args = {"collkit",     "bench",        "--backend",
-                   backend_name_, "--collective", std::string(to_string(cfg_.collective))};
+      info.args = command_line_;
+      if (info.args.empty())
+        info.args = {"collkit",     "bench",        "--backend",
+                     backend_name_, "--collective", std::string(to_string(cfg_.collective))};
       info.min_bytes = cfg_.min_bytes;
       info.max_bytes = cfg_.max_bytes;
       info.step_factor = cfg_.step_factor;
@@ -165,6 +191,10 @@ class BenchReportSink final : public realrun::BenchSink {
 
  private:
   std::string nccl_tests_json_;
+  std::vector<std::string> command_line_;
+  ProgressOptions progress_options_;
+  std::unique_ptr<Progress> progress_;
+  std::size_t rows_done_ = 0;
   std::string start_time_;
   BenchConfig cfg_;
   int ranks_ = 0;
@@ -181,9 +211,10 @@ class BenchReportSink final : public realrun::BenchSink {
 
 }  // namespace
 
-std::unique_ptr<realrun::BenchSink> make_bench_report_sink(const realrun::BenchArgs& args,
-                                                           const std::string& nccl_tests_json) {
-  return std::make_unique<BenchReportSink>(args.version, nccl_tests_json);
+std::unique_ptr<realrun::BenchSink> make_bench_report_sink(
+    const realrun::BenchArgs& args, const std::string& nccl_tests_json,
+    const std::vector<std::string>& command_line, ProgressOptions progress) {
+  return std::make_unique<BenchReportSink>(args.version, nccl_tests_json, command_line, progress);
 }
 
 }  // namespace collkit

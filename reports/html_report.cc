@@ -13,15 +13,60 @@
 namespace collkit {
 namespace {
 
-// Tableau 10: qualitative, distinguishable for most colour-vision
-// deficiencies, and readable on white.
+// Tableau 10 (qualitative, distinguishable for most colour-vision
+// deficiencies, readable on white), then ten darker companions: twenty
+// series of a chart differ by colour; past twenty the marker's shape tells
+// them apart (circle, square, triangle, diamond), in the legend too.
 constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-                                    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
-constexpr int kPaletteSize = 10;
+                                    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac",
+                                    "#1f3b73", "#a0522d", "#7b2d26", "#2e7d6b", "#33691e",
+                                    "#8d6e00", "#5e3c7a", "#c2185b", "#4e342e", "#424242"};
+constexpr int kPaletteSize = 20;
+constexpr int kShapes = 4;
 
-// Shortest round-trip decimal, as the JSON reports print numbers, so a hover
-// title shows exactly the figure in the file.
+// Shortest round-trip decimal, as the JSON reports print numbers (the CSV).
 std::string exact(double v) { return Json(v).dump(); }
+
+// A figure as a reader wants it on hover: a time as the tables print it
+// (2 decimals below 100 us, 1 below 10000, none above), a bandwidth with 2.
+std::string readable_time(double us) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", us < 100 ? 2 : us < 10000 ? 1 : 0, us);
+  return buf;
+}
+std::string readable_gbps(double gbps) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f", gbps);
+  return buf;
+}
+
+std::string fixed(double v, int digits);
+
+// One marker: a circle, square, triangle or diamond of radius `r` at (x, y).
+std::string marker(int shape, double x, double y, double r, const std::string& fill,
+                   const std::string& stroke, const std::string& title) {
+  const std::string paint = "fill=\"" + fill + "\" stroke=\"" + stroke + "\" stroke-width=\"1.5\"";
+  const std::string t = title.empty() ? "/>\n" : "><title>" + title + "</title>";
+  switch (shape % kShapes) {
+    case 1:
+      return "<rect x=\"" + fixed(x - r, 2) + "\" y=\"" + fixed(y - r, 2) + "\" width=\"" +
+             fixed(2 * r, 2) + "\" height=\"" + fixed(2 * r, 2) + "\" " + paint + t +
+             (title.empty() ? "" : "</rect>\n");
+    case 2:
+      return "<path d=\"M" + fixed(x, 2) + " " + fixed(y - 1.2 * r, 2) + " L" +
+             fixed(x + 1.1 * r, 2) + " " + fixed(y + 0.8 * r, 2) + " L" + fixed(x - 1.1 * r, 2) +
+             " " + fixed(y + 0.8 * r, 2) + " Z\" class=\"marker\" " + paint + t +
+             (title.empty() ? "" : "</path>\n");
+    case 3:
+      return "<path d=\"M" + fixed(x, 2) + " " + fixed(y - 1.3 * r, 2) + " L" +
+             fixed(x + 1.3 * r, 2) + " " + fixed(y, 2) + " L" + fixed(x, 2) + " " +
+             fixed(y + 1.3 * r, 2) + " L" + fixed(x - 1.3 * r, 2) + " " + fixed(y, 2) +
+             " Z\" class=\"marker\" " + paint + t + (title.empty() ? "" : "</path>\n");
+    default:
+      return "<circle cx=\"" + fixed(x, 2) + "\" cy=\"" + fixed(y, 2) + "\" r=\"" + fixed(r, 2) +
+             "\" " + paint + t + (title.empty() ? "" : "</circle>\n");
+  }
+}
 
 std::string fixed(double v, int digits) {
   char buf[64];
@@ -230,12 +275,10 @@ std::string render_svg(const ChartGroup& g, ChartKind kind) {
            html_escape(s.label) + "</title></path>\n";
     for (const ChartPoint& p : s.points) {
       if (!plotted_point(p)) continue;
-      // Past ten algorithms colours repeat; squares then tell them apart.
-      const bool square = (s.colour / kPaletteSize) % 2 == 1;
       const std::string title =
           html_escape(s.label + ": " + size_label(p.bytes) + " (" + std::to_string(p.bytes) + " B" +
-                      (p.in_place ? ", in-place" : "") + "), busbw " + exact(p.busbw_gbps) +
-                      " GB/s, time " + exact(p.time_us) + " us");
+                      (p.in_place ? ", in-place" : "") + "), busbw " + readable_gbps(p.busbw_gbps) +
+                      " GB/s, time " + readable_time(p.time_us) + " us");
       const double x = f.x(p.bytes), y = f.y(value_of(p, kind));
       if (p.wrong > 0) {
         // A failed check: a red cross, titled with the count.
@@ -248,16 +291,10 @@ std::string render_svg(const ChartGroup& g, ChartKind kind) {
              " wrong elements</title></path>\n";
         continue;
       }
-      if (square)
-        o += "<rect x=\"" + fixed(x - radius, 2) + "\" y=\"" + fixed(y - radius, 2) +
-             "\" width=\"" + fixed(2 * radius, 2) + "\" height=\"" + fixed(2 * radius, 2) +
-             "\" fill=\"" + colour + "\"><title>" + title + "</title></rect>\n";
-      else
-        o += "<circle cx=\"" + fixed(x, 2) + "\" cy=\"" + fixed(y, 2) + "\" r=\"" +
-             fixed(radius, 2) + "\" fill=\"" +
-             (s.mode == ReportMode::measure ? std::string("white") : std::string(colour)) +
-             "\" stroke=\"" + colour + "\" stroke-width=\"1.5\"><title>" + title +
-             "</title></circle>\n";
+      // Past twenty series colours repeat; the shape tells them apart.
+      o += marker(s.colour / kPaletteSize, x, y, radius,
+                  s.mode == ReportMode::measure ? std::string("white") : std::string(colour),
+                  colour, title);
     }
     o += "</g>\n";
   }
@@ -284,13 +321,15 @@ std::string render_svg(const ChartGroup& g, ChartKind kind) {
            kPalette[s.colour % kPaletteSize] + "\"><title>" +
            html_escape("best " + mode_word(mode) + " at " + size_label(pos[i].bytes) + " (" +
                        std::to_string(pos[i].bytes) + " B): " + s.label + ", busbw " +
-                       exact(p->busbw_gbps) + " GB/s, time " + exact(p->time_us) + " us") +
+                       readable_gbps(p->busbw_gbps) + " GB/s, time " + readable_time(p->time_us) +
+                       " us") +
            "</title></rect>\n";
     }
     o += "</g>\n";
   }
 
-  // Legend: colour per algorithm, dash per mode.
+  // Legend: colour (and past twenty, shape) per algorithm, dash per mode,
+  // the series' marker on its line.
   const double lx = f.width - f.right + 16;
   o += "<g class=\"legend\">\n";
   for (std::size_t i = 0; i < g.series.size(); ++i) {
@@ -300,6 +339,9 @@ std::string render_svg(const ChartGroup& g, ChartKind kind) {
          "\" y2=\"" + fixed(y, 1) + "\" stroke=\"" + kPalette[s.colour % kPaletteSize] +
          "\" stroke-width=\"2\"" +
          (s.mode == ReportMode::measure ? " stroke-dasharray=\"6 4\"" : "") + "/>\n";
+    const std::string colour = kPalette[s.colour % kPaletteSize];
+    o += marker(s.colour / kPaletteSize, lx + 12, y, 3.5,
+                s.mode == ReportMode::measure ? std::string("white") : colour, colour, "");
     o += "<text x=\"" + fixed(lx + 30, 1) + "\" y=\"" + fixed(y + 4, 1) + "\">" +
          html_escape(s.label) + "</text>\n";
   }
@@ -355,8 +397,8 @@ std::string render_table_html(const ChartGroup& g) {
         }
         o += std::string("<td class=\"num") + (is_best(g, si, bytes) ? " best" : "") +
              "\" title=\"" +
-             html_escape("busbw " + exact(p->busbw_gbps) + " GB/s, time " + exact(p->time_us) +
-                         " us") +
+             html_escape("busbw " + readable_gbps(p->busbw_gbps) + " GB/s, time " +
+                         readable_time(p->time_us) + " us") +
              "\">" + html_escape(t.rows[r][c]) + "</td>";
       } else {
         o += std::string(c < 2 ? "<td class=\"num\">" : "<td>") + html_escape(t.rows[r][c]) +
@@ -505,8 +547,8 @@ std::vector<ChartGroup> build_chart_groups(const std::vector<NamedReport>& input
     std::sort(g.ranks.begin(), g.ranks.end());
     // Within a chart every algorithm needs its own colour. Each keeps its
     // global colour where no other algorithm of the chart has it; a clash
-    // takes the next free colour; only past ten algorithms in one chart do
-    // colours repeat (with square markers, see render_svg).
+    // takes the next free colour; only past twenty algorithms in one chart
+    // do colours repeat (with other marker shapes, see render_svg).
     {
       std::set<int> globals;
       for (const ChartSeries& s : g.series) globals.insert(s.colour);

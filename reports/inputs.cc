@@ -1,12 +1,12 @@
 #include "reports/inputs.h"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <tuple>
 
 #include "core/error.h"
+#include "core/input_file.h"
+#include "core/json.h"
 #include "reports/compare.h"
 
 namespace collkit {
@@ -39,10 +39,16 @@ std::vector<InputRun> parse_runs(const std::string& text, const std::string& fil
          (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n'))
     ++i;
   std::vector<InputRun> runs;
-  if (i < text.size() && (text[i] == '{' || text[i] == '[')) {
+  // "[1,0]<stdout>:" and "[0] " label the lines of a text log, not a JSON array.
+  const bool labelled =
+      i < text.size() && starts_with_bracket_label(std::string_view(text).substr(i, 32));
+  if (i < text.size() && (text[i] == '{' || text[i] == '[') && !labelled) {
     Json j;
     try {
-      j = Json::parse(text.begin() + static_cast<std::ptrdiff_t>(i), text.end());
+      j = parse_json_unique<Json>(std::string_view(text).substr(i));
+    } catch (const DuplicateJsonKey& e) {
+      throw FileError(file + ": " + e.what() +
+                      ": JSON keeps one of the two silently; give it once");
     } catch (const Json::exception& e) {
       // parse_error, or out_of_range for a number a double cannot hold.
       throw FileError(file + ": malformed JSON: " + e.what());
@@ -76,11 +82,7 @@ std::vector<InputRun> parse_runs(const std::string& text, const std::string& fil
 }
 
 std::vector<InputRun> read_runs(const std::string& path, const ReadOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(path + ": cannot open for reading");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_runs(text.str(), path, options);
+  return parse_runs(read_input_file(path, "report"), path, options);
 }
 
 Report combine_runs(const std::vector<InputRun>& runs) {

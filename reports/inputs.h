@@ -36,7 +36,8 @@ struct InputRun {
 };
 
 // The runs `text` holds; `file` names it in errors. JSON (the first
-// non-blank character is '{' or '[') is a collkit report when it has
+// non-blank character is '{' or '[', unless a launcher's rank label such as
+// "[1,0]<stdout>:" or "[0] " starts the line) is a collkit report when it has
 // "collkit_version", an nccl-tests -J file when it looks like one
 // (looks_like_nccl_tests_json), and otherwise read as a collkit report, whose
 // reader says why it is not one. Anything else is read as an nccl-tests

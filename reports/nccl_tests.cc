@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/nccl_sizes.h"
 #include "reports/report_extra.h"
+#include "sim/engine.h"
 
 namespace collkit {
 namespace {
@@ -266,8 +267,19 @@ std::vector<std::string> binaries_in(std::string_view s) {
 Collective collective_of_binary(const std::string& binary) {
   for (const BinaryName& b : kBinaries)
     if (binary == std::string(b.name) + "_perf") {
-      if (!b.collective)
+      if (!b.collective) {
+        // Say what collkit does with such a log, not only that it cannot.
+        if (std::string_view(b.name) == "sendrecv")
+          throw UsageError(
+              binary +
+              " measures point-to-point transfers (each rank sends to the next and receives "
+              "from the previous), not a collective; collkit simulates, compares and fits "
+              "collectives only, so it takes no rows from this log. Its figures are a link's: "
+              "the time of the smallest size is about the latency_us, the busbw of the largest "
+              "the bandwidth_gbps of a topology's link (docs/TOPOLOGY.md); calibrate fits them "
+              "from a collective's log (all_reduce_perf, ...)");
         throw UsageError(binary + " measures " + b.name + ", which collkit has no collective for");
+      }
       return *b.collective;
     }
   throw UsageError(binary + " is not an nccl-tests binary");
@@ -311,6 +323,14 @@ std::pair<std::string, std::string_view> strip_label(std::string_view s) {
   return {"", s};
 }
 
+}  // namespace
+
+bool starts_with_bracket_label(std::string_view line) {
+  return !line.empty() && line.front() == '[' && !strip_label(line).first.empty();
+}
+
+namespace {
+
 std::vector<Line> split_lines(const std::string& text) {
   std::vector<Line> lines;
   std::size_t pos = 0;
@@ -352,6 +372,64 @@ struct Context {
   std::vector<std::string> binaries;
 };
 
+// The label collkit prints above each of its tables (simulate and bench:
+// "# collkit simulate (sim): all_reduce, algorithm ring, 8 ranks, topology
+// dgx-h100"), so that the tables a user kept read back as what they were.
+struct CollkitLabel {
+  int line = 0;  // 0 = none
+  ReportMode mode = ReportMode::measure;
+  Backend backend = Backend::nccl;
+  Collective collective = Collective::all_reduce;
+  std::string algorithm;
+  int ranks = 0;
+  std::string topology;
+};
+
+// The label's fields, or nullopt when `c` (a comment, '#' stripped) is none.
+std::optional<CollkitLabel> collkit_label(std::string_view c) {
+  CollkitLabel l;
+  std::string_view rest;
+  if (starts_with(c, "collkit simulate (")) {
+    l.mode = ReportMode::simulate;
+    rest = c.substr(18);
+  } else if (starts_with(c, "collkit measure (")) {
+    rest = c.substr(17);
+  } else {
+    return std::nullopt;
+  }
+  const std::size_t close = rest.find("): ");
+  if (close == std::string_view::npos) return std::nullopt;
+  const std::string_view backend = rest.substr(0, close);
+  bool known = false;
+  for (const Backend b : {Backend::sim, Backend::mpi, Backend::nccl, Backend::cuda})
+    if (to_string(b) == backend) {
+      l.backend = b;
+      known = true;
+    }
+  if (!known) return std::nullopt;
+  rest = rest.substr(close + 3);
+  const std::size_t comma = rest.find(", algorithm ");
+  if (comma == std::string_view::npos) return std::nullopt;
+  try {
+    l.collective = parse_collective(rest.substr(0, comma));
+  } catch (const UsageError&) {
+    return std::nullopt;
+  }
+  rest = rest.substr(comma + 12);
+  const std::size_t ranks = rest.find(" ranks");
+  if (ranks == std::string_view::npos) return std::nullopt;
+  const std::size_t before = rest.rfind(", ", ranks);
+  if (before == std::string_view::npos) return std::nullopt;
+  l.algorithm = std::string(rest.substr(0, before));
+  const std::optional<std::int64_t> n = to_int(rest.substr(before + 2, ranks - before - 2));
+  if (l.algorithm.empty() || !n || *n < 1 || *n >= (1 << 24)) return std::nullopt;
+  l.ranks = static_cast<int>(*n);
+  const std::size_t topology = rest.find(", topology ", ranks);
+  if (topology != std::string_view::npos)
+    l.topology = std::string(trim(rest.substr(topology + 11)));
+  return l;
+}
+
 struct Group {
   int time = -1, algbw = -1, busbw = -1, wrong = -1;  // column indices within the group
   bool wrong_is_count = true;                         // "#wrong" (not the old "error")
@@ -371,6 +449,7 @@ struct Layout {
 struct Table {
   Layout layout;
   Header header;
+  CollkitLabel collkit;  // line 0: an nccl-tests table
   Collective collective = Collective::all_reduce;
   int ranks = 0;
   std::string ranks_from;
@@ -400,6 +479,8 @@ struct Table {
 struct Stream {
   Header pending;
   Context context;
+  CollkitLabel collkit;  // the label above the next table
+  bool summary = false;  // inside collkit's "Best algorithm per size"
   std::optional<Table> table;
   int last_table_line = 0;  // of the last table, for messages
   std::string banner;       // the last "out-of-place / in-place" banner line
@@ -488,6 +569,20 @@ class TextReader {
   void on_comment(Stream& s, const Line& line, std::string_view c) {
     const std::vector<std::string_view> tokens = split(c);
     if (tokens.empty()) return;
+    if (std::optional<CollkitLabel> label = collkit_label(c)) {
+      close_table(s);
+      s.collkit = std::move(*label);
+      s.collkit.line = line.number;
+      s.summary = false;
+      return;
+    }
+    // collkit's summary after its tables: a table of its own, not a run's.
+    if (starts_with(c, "Best algorithm per size")) {
+      close_table(s);
+      s.summary = true;
+      return;
+    }
+    if (s.summary) return;
     if (tokens[0] == "size" && is_table_header(tokens)) {
       open_table(s, line, tokens);
       return;
@@ -680,9 +775,14 @@ class TextReader {
       auto it = streams_.find("");
       if (it != streams_.end()) launcher = &it->second;
     }
-    resolve_collective(t, launcher ? launcher->context : s.context, line.number);
+    if (s.collkit.line > 0) {
+      resolve_collkit(t, s.collkit, line.number);
+      s.collkit = CollkitLabel{};
+    } else {
+      resolve_collective(t, launcher ? launcher->context : s.context, line.number);
+      resolve_ranks(t, line.number);
+    }
     s.context = Context{};  // a later table does not inherit this one's binary
-    resolve_ranks(t, line.number);
     s.table = std::move(t);
     s.last_table_line = line.number;
   }
@@ -776,6 +876,22 @@ class TextReader {
            "before this table; give --collective");
     t.collective = *options_.collective;
     t.collective_from = "--collective";
+  }
+
+  // A collkit table: its label says the collective, algorithm and ranks.
+  void resolve_collkit(Table& t, const CollkitLabel& label, int line) const {
+    const std::string from = "collkit's label (line " + std::to_string(label.line) + ")";
+    if (options_.collective && *options_.collective != label.collective)
+      fail(line, "collective: " + from + " says " + std::string(to_string(label.collective)) +
+                     ", but --collective is " + std::string(to_string(*options_.collective)));
+    if (options_.ranks > 0 && options_.ranks != label.ranks)
+      fail(line, "ranks: " + from + " says " + std::to_string(label.ranks) + ", but --ranks is " +
+                     std::to_string(options_.ranks));
+    t.collkit = label;
+    t.collective = label.collective;
+    t.collective_from = from;
+    t.ranks = label.ranks;
+    t.ranks_from = from;
   }
 
   void resolve_ranks(Table& t, int line) const {
@@ -962,6 +1078,9 @@ class TextReader {
       const int at0 = base + offset;
       base += grp.width;
       if (g < first_group) continue;
+      // A simulated table's in-place columns repeat its out-of-place ones
+      // (simulate writes out-of-place rows only).
+      if (t.collkit.line > 0 && t.collkit.mode == ReportMode::simulate && grp.in_place) continue;
       read_group(t, line, tokens, at0, grp, *size, *count, dtype, redop, op, root);
     }
   }
@@ -1023,7 +1142,7 @@ class TextReader {
     }
     ResultRow row;
     row.collective = t.collective;
-    row.algorithm = kNcclTestsAlgorithm;
+    row.algorithm = t.collkit.line > 0 ? t.collkit.algorithm : kNcclTestsAlgorithm;
     row.bytes = size;
     row.count = count;
     row.in_place = grp.in_place;
@@ -1093,6 +1212,15 @@ class TextReader {
     Report& r = run.report;
     r.mode = ReportMode::measure;
     r.backend = Backend::nccl;
+    if (t.collkit.line > 0) {
+      r.mode = t.collkit.mode;
+      r.backend = t.collkit.backend;
+      // The table names its topology, not the file (nor its hash).
+      if (!t.collkit.topology.empty())
+        r.topology = TopologyInfo{t.collkit.topology, "", ""};
+      else if (r.mode == ReportMode::simulate)
+        r.topology = TopologyInfo{"(unknown)", "", ""};
+    }
     r.ranks = t.ranks;
     r.dtype = t.dtypes.front();
     r.op = parse_red_op(t.redops.front());
@@ -1113,7 +1241,7 @@ class TextReader {
     r.results = std::move(t.rows);
     r.best = compute_best(r.results);
     Json& x = r.extra;
-    x["source_format"] = "nccl-tests text";
+    x["source_format"] = t.collkit.line > 0 ? "collkit table" : "nccl-tests text";
     x["source_line"] = t.layout.line;
     x["collective_from"] = t.collective_from;
     x["ranks_from"] = t.ranks_from;
@@ -1514,6 +1642,15 @@ class JsonReader {
       rep.ranks = static_cast<int>(n);
       rep.extra["ranks_from"] = "collkit.ranks";
     }
+    if (ext.contains("launch")) {
+      const std::string l = string(ext["launch"], "collkit.launch");
+      try {
+        parse_launch_mode(l);
+      } catch (const UsageError& e) {
+        fail("collkit.launch", e.what());
+      }
+      rep.extra["launch"] = l;
+    }
     if (ext.contains("topology") && ext["topology"].is_object()) {
       const Json& t = ext["topology"];
       TopologyInfo info;
@@ -1800,6 +1937,8 @@ Json nccl_tests_json(const Report& report, Collective collective, const std::str
   ext["dtype"] = std::string(to_string(report.dtype));
   ext["op"] = std::string(to_string(report.op));
   ext["root"] = report.root;
+  if (const std::optional<std::string> launch = extra_string(report, "launch"))
+    ext["launch"] = *launch;
   if (report.topology)
     ext["topology"] = {{"name", report.topology->name},
                        {"file", report.topology->file},

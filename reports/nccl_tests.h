@@ -50,6 +50,11 @@ struct NcclTestsRun {
 std::vector<NcclTestsRun> parse_nccl_tests_text(const std::string& text, const std::string& file,
                                                 const NcclTestsOptions& options = {});
 
+// True when `line` starts with a launcher's rank label that begins with '['
+// (Open MPI --tag-output "[1,0]<stdout>:", MPICH -prepend-rank "[3] "): a
+// log whose every line carries one starts like a JSON array, and is not one.
+bool starts_with_bracket_label(std::string_view line);
+
 // True for a JSON document shaped like nccl-tests' -J output (an object with
 // "results" and "config", "version" or "nccl_version", and no
 // "collkit_version").

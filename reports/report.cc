@@ -4,14 +4,14 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <stdexcept>
 #include <tuple>
 #include <utility>
 
 #include "core/error.h"
+#include "core/input_file.h"
+#include "core/json.h"
 
 namespace collkit {
 namespace {
@@ -196,6 +196,7 @@ BestEntry read_best(const Json& j, const std::string& file, const std::string& p
   b.dtype = r.optional_named("dtype", [](const std::string& s) { return parse_data_type(s); });
   b.op = r.optional_named("op", [](const std::string& s) { return parse_red_op(s); });
   if (r.has("root")) b.root = static_cast<int>(r.integer("root", -1));
+  if (r.has("in_place")) b.in_place = r.boolean("in_place");
   return b;
 }
 
@@ -236,11 +237,18 @@ std::vector<BestEntry> compute_best(const std::vector<ResultRow>& rows) {
                                      context_of(row.dtype, row.op, row.root));
     auto [it, inserted] = index.try_emplace(key, best.size());
     if (inserted) {
-      best.push_back(
-          {row.collective, row.bytes, row.algorithm, row.time_us, row.dtype, row.op, row.root});
-    } else if (row.time_us < best[it->second].time_us) {
-      best[it->second].algorithm = row.algorithm;
-      best[it->second].time_us = row.time_us;
+      best.push_back({row.collective, row.bytes, row.algorithm, row.time_us, row.dtype, row.op,
+                      row.root, row.in_place});
+      continue;
+    }
+    // Out-of-place times are what nccl-tests users compare: an in-place row
+    // wins only among in-place rows, where its size has no out-of-place one.
+    BestEntry& b = best[it->second];
+    if (row.in_place && !b.in_place) continue;
+    if ((b.in_place && !row.in_place) || row.time_us < b.time_us) {
+      b.algorithm = row.algorithm;
+      b.time_us = row.time_us;
+      b.in_place = row.in_place;
     }
   }
   return best;
@@ -310,6 +318,7 @@ Json to_json(const Report& report) {
     e["algorithm"] = b.algorithm;
     e["time_us"] = b.time_us;
     put_overrides(e, b.dtype, b.op, b.root);
+    if (b.in_place) e["in_place"] = true;
     best.push_back(std::move(e));
   }
   j["best"] = std::move(best);
@@ -320,6 +329,41 @@ Json to_json(const Report& report) {
   }
   return j;
 }
+
+namespace {
+
+// The longest time a report row may hold: 11.6 days, beyond any collective.
+constexpr double kMaxReportTimeUs = 1e12;
+
+// A row's three figures say one thing: algbw = bytes / time, busbw = algbw x
+// the collective's factor (as every collkit writer computes them), and the
+// time is one a run can take. An edited or corrupted row is named, not
+// drawn or compared.
+void check_figures(const ResultRow& row, int ranks, const std::string& file,
+                   const std::string& path) {
+  const auto fail = [&](const std::string& key, const std::string& what) {
+    throw FileError(file + ": " + path + "." + key + ": " + what);
+  };
+  if (row.time_us > kMaxReportTimeUs)
+    fail("time_us",
+         format_double(row.time_us) + " us is longer than any run (at most 1e12 us, 11.6 days)");
+  const auto near = [](double a, double b) {
+    return std::fabs(a - b) <= 1e-6 * std::max(std::fabs(a), std::fabs(b)) + 1e-9;
+  };
+  const double algbw = algbw_gbps(row.bytes, row.time_us);
+  if (!near(row.algbw_gbps, algbw))
+    fail("algbw_gbps", format_double(row.algbw_gbps) +
+                           " GB/s, but bytes / time_us = " + std::to_string(row.bytes) + " B / " +
+                           format_double(row.time_us) + " us = " + format_double(algbw) + " GB/s");
+  const double factor = busbw_factor(row.collective, ranks);
+  if (!near(row.busbw_gbps, row.algbw_gbps * factor))
+    fail("busbw_gbps", format_double(row.busbw_gbps) + " GB/s, but algbw_gbps x " +
+                           format_double(factor) + " (" + std::string(to_string(row.collective)) +
+                           ", " + std::to_string(ranks) +
+                           " ranks) = " + format_double(row.algbw_gbps * factor) + " GB/s");
+}
+
+}  // namespace
 
 Report report_from_json(const Json& j, const std::string& file) {
   if (!j.is_object() || !j.contains("collkit_version")) {
@@ -343,8 +387,11 @@ Report report_from_json(const Json& j, const std::string& file) {
   rep.op = r.named("op", [](const std::string& s) { return parse_red_op(s); });
   rep.root = static_cast<int>(r.integer("root", -1));
   const Json& results = r.array("results");
-  for (size_t i = 0; i < results.size(); ++i)
-    rep.results.push_back(read_row(results[i], file, "results[" + std::to_string(i) + "]"));
+  for (size_t i = 0; i < results.size(); ++i) {
+    const std::string path = "results[" + std::to_string(i) + "]";
+    rep.results.push_back(read_row(results[i], file, path));
+    check_figures(rep.results.back(), rep.ranks, file, path);
+  }
   const Json& best = r.array("best");
   for (size_t i = 0; i < best.size(); ++i)
     rep.best.push_back(read_best(best[i], file, "best[" + std::to_string(i) + "]"));
@@ -356,7 +403,9 @@ Report report_from_json(const Json& j, const std::string& file) {
 Report parse_report(const std::string& text, const std::string& file) {
   Json j;
   try {
-    j = Json::parse(text);
+    j = parse_json_unique<Json>(text);
+  } catch (const DuplicateJsonKey& e) {
+    throw FileError(file + ": " + e.what() + ": JSON keeps one of the two silently; give it once");
   } catch (const Json::exception& e) {
     // parse_error, or out_of_range for a number a double cannot hold (1e999).
     throw FileError(file + ": malformed JSON: " + e.what());
@@ -365,11 +414,7 @@ Report parse_report(const std::string& text, const std::string& file) {
 }
 
 Report read_report(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(path + ": cannot open for reading");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_report(text.str(), path);
+  return parse_report(read_input_file(path, "report"), path);
 }
 
 std::string redop_column(Collective c, RedOp op) {

@@ -59,6 +59,9 @@ struct BestEntry {
   std::optional<DataType> dtype;
   std::optional<RedOp> op;
   std::optional<int> root;
+  // The winner is an in-place row: only where its size has no out-of-place
+  // row (an out-of-place run that was not available).
+  bool in_place = false;
   bool operator==(const BestEntry&) const = default;
 };
 

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/error.h"
+#include "sim/engine.h"
+
 namespace collkit {
 namespace {
 
@@ -51,6 +54,31 @@ std::optional<std::int64_t> extra_segment_bytes(const Report& r) {
 std::optional<int> extra_group_size(const Report& r) {
   const Json* v = member(r, "group_size");
   return v ? int_of(*v) : std::nullopt;
+}
+
+std::string LaunchOf::flag() const {
+  return devices == 1 ? "proc" : "group:" + std::to_string(devices);
+}
+
+std::string LaunchOf::described() const {
+  const std::string f = "--launch " + flag();
+  return from.rfind("--launch ", 0) == 0 ? f : f + " (" + from + ")";
+}
+
+std::optional<LaunchOf> extra_launch(const Report& r) {
+  if (const std::optional<std::string> text = extra_string(r, "launch")) {
+    try {
+      return LaunchOf{parse_launch_mode(*text), "--launch " + *text};
+    } catch (const UsageError&) {
+      return std::nullopt;
+    }
+  }
+  if (r.mode != ReportMode::measure) return std::nullopt;
+  const Json* v = member(r, "ngpus");
+  const std::optional<int> n = v ? int_of(*v) : std::nullopt;
+  if (!n || *n < 1) return std::nullopt;
+  const bool json = extra_string(r, "source_format") == "nccl-tests JSON";
+  return LaunchOf{*n, std::string(json ? "config.ngpus " : "nGpus ") + std::to_string(*n)};
 }
 
 const Json* extra_devices(const Report& r) {

@@ -26,6 +26,10 @@
 //   iters, warmup,        integers               reports/bench_report.cc (the bench's flags)
 //   check_iters,
 //   graph_launches
+//   launch                string                 cli/simulate_cmd.cc (--launch: proc, group:G),
+//                                                reports/nccl_tests.cc (collkit.launch of a -J)
+//   ngpus                 integer                reports/nccl_tests.cc (nGpus, config.ngpus:
+//                                                devices one thread launches on, nccl-tests -g)
 //   nccl_version          string (or null)       realrun/bench.cc (nccl), cuda_bench.cc,
 //                                                reports/nccl_tests.cc: the NCCL that ran;
 //                                                read by extra_nccl_version
@@ -64,6 +68,22 @@ std::optional<std::int64_t> extra_segment_bytes(const Report& r);
 
 // group_size: the run's --group, when an integer that fits an int.
 std::optional<int> extra_group_size(const Report& r);
+
+// How the run's calls were launched (SimOptions::launch_devices): devices
+// per launching thread, and where that was read, for messages.
+struct LaunchOf {
+  int devices = 1;   // 1: one process per device (--launch proc)
+  std::string from;  // "--launch group:8", "nGpus 8", "config.ngpus 8"
+  // The --launch spelling of it: "proc" or "group:G".
+  std::string flag() const;
+  // "--launch group:8 (nGpus 8)", or "--launch proc" where it was read so.
+  std::string described() const;
+};
+// `launch` when a valid --launch value (collkit simulate); else, for a
+// measured report, `ngpus` (nccl-tests -g G: one thread launches on G
+// devices); nullopt when the report does not say (a simulated report
+// without `launch`: simulate's -J writes ngpus as its rank count).
+std::optional<LaunchOf> extra_launch(const Report& r);
 
 // devices: the array of per-rank objects, or null when absent or not an
 // array. Its entries are kept as written (objects of the fields above).

@@ -1,5 +1,6 @@
 #include "reports/table.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <map>
@@ -75,16 +76,27 @@ std::string format_table(const Report& report, Collective collective,
     const ResultRow* in_place = nullptr;
   };
   std::vector<Line> lines;
-  std::map<std::tuple<std::int64_t, int, int, int>, size_t> index;
+  // Rows of one size pair up in order; a size that repeats (1 and 2 bytes of
+  // float both map to 0) is a line of its own each time, as bench prints it.
+  std::map<std::tuple<std::int64_t, int, int, int>, std::vector<size_t>> index;
   for (const ResultRow& row : report.results) {
     if (row.collective != collective || row.algorithm != algorithm) continue;
     const auto key = std::make_tuple(row.bytes, static_cast<int>(row.dtype.value_or(report.dtype)),
                                      static_cast<int>(row.op.value_or(report.op)),
                                      row.root.value_or(report.root));
-    auto [it, inserted] = index.try_emplace(key, lines.size());
-    if (inserted) lines.emplace_back();
-    Line& line = lines[it->second];
-    (row.in_place ? line.in_place : line.out_of_place) = &row;
+    std::vector<size_t>& at = index[key];
+    const auto free = std::find_if(at.begin(), at.end(), [&](size_t i) {
+      return (row.in_place ? lines[i].in_place : lines[i].out_of_place) == nullptr;
+    });
+    size_t i = 0;
+    if (free != at.end()) {
+      i = *free;
+    } else {
+      i = lines.size();
+      lines.emplace_back();
+      at.push_back(i);
+    }
+    (row.in_place ? lines[i].in_place : lines[i].out_of_place) = &row;
   }
   if (lines.empty()) return "";
 
@@ -163,7 +175,13 @@ std::string format_bytes_human(std::int64_t bytes) {
 
 std::string format_best_summary(const Report& report) {
   if (report.best.empty()) return "";
-  std::string out = "# Best algorithm per size\n";
+  // Where the tables hold in-place rows too (bench), say which times compete.
+  const bool any_in_place = std::any_of(report.results.begin(), report.results.end(),
+                                        [](const ResultRow& r) { return r.in_place; });
+  std::string out = any_in_place
+                        ? "# Best algorithm per size, by out-of-place time (as nccl-tests users "
+                          "compare; (in-place): a size measured in place only)\n"
+                        : "# Best algorithm per size\n";
   out += printf_string("#%11s  %12s  %-14s  %-24s  %7s  %6s  %6s\n", "size", "count", "collective",
                        "algorithm", "time", "algbw", "busbw");
   out += printf_string("#%11s  %12s  %-14s  %-24s  %7s  %6s  %6s\n", "(B)", "(elements)", "", "",
@@ -174,11 +192,12 @@ std::string format_best_summary(const Report& report) {
     for (const ResultRow& r : report.results)
       if (!win && r.collective == b.collective && r.bytes == b.bytes &&
           r.algorithm == b.algorithm && r.time_us == b.time_us && r.dtype == b.dtype &&
-          r.op == b.op && r.root == b.root)
+          r.op == b.op && r.root == b.root && r.in_place == b.in_place)
         win = &r;
+    const std::string algorithm = b.algorithm + (b.in_place ? " (in-place)" : "");
     out += printf_string("#%11li  %12li  %-14s  %-24s  %7s  %6.2f  %6.2f\n",
                          static_cast<long>(b.bytes), static_cast<long>(win ? win->count : 0),
-                         std::string(to_string(b.collective)).c_str(), b.algorithm.c_str(),
+                         std::string(to_string(b.collective)).c_str(), algorithm.c_str(),
                          format_time_us(b.time_us).c_str(), win ? win->algbw_gbps : 0.0,
                          win ? win->busbw_gbps : 0.0);
   }

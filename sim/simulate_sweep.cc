@@ -104,7 +104,12 @@ std::vector<SweepPoint> simulate_sweep(const SweepSpec& spec, const Topology& to
       },
       progress);
   for (SweepPoint& pt : points) {
-    if (!on_topology(pt.algorithm)) continue;
+    // A definition that declares what it serves (an MSCCL file): rows
+    // outside it say so (simulate's rows are out-of-place calls).
+    if (!on_topology(pt.algorithm)) {
+      pt.note = outside_declaration(schedule_spec(sweep, pt.algorithm, pt.size), false);
+      continue;
+    }
     const ScheduleSpec spec = schedule_spec(sweep, pt.algorithm, pt.size);
     if (discarded(spec)) {
       pt.note = "none (no elements: NCCL discards the call)";

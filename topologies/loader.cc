@@ -6,13 +6,13 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/input_file.h"
+#include "core/json.h"
 #include "core/protocol.h"
 #include "topologies/astra.h"
 #include "topologies/builders.h"
@@ -29,6 +29,7 @@ constexpr std::int64_t kMaxRanks = std::int64_t{1} << 30;
 // Latencies are compared in whole picoseconds with 16 bits left for hops
 // (graph routing); one second per link keeps path sums far from overflow.
 constexpr double kMaxLatencyUs = 1e6;
+constexpr double kMinBandwidthGbps = 1e-6;
 constexpr double kMaxCacheMb = 1e9;
 constexpr int kMaxFatTreeK = 128;
 // Generators that build an explicit graph (torus with shortest routing,
@@ -125,6 +126,10 @@ class Reader {
                    std::optional<double> def_gbps = std::nullopt) const {
     double gbps = number(obj, path, key, def_gbps, "bandwidth in GB/s, > 0");
     if (!(gbps > 0)) fail(field(path, key), "must be > 0 (GB/s), got " + show(obj.at(key)));
+    // Below 1 kB/s a message of a few MB takes longer than any run, and
+    // 1e-300 prints a time of 300 digits: not a link.
+    if (gbps < kMinBandwidthGbps)
+      fail(field(path, key), "must be at least 1e-06 GB/s (1 kB/s), got " + show(obj.at(key)));
     // 1e300 GB/s would overflow to an infinite bandwidth in bytes per second.
     if (!std::isfinite(gbps * 1e9)) {
       fail(field(path, key), "must be finite in bytes per second, got " + show(obj.at(key)));
@@ -781,14 +786,7 @@ std::unique_ptr<Topology> finish(std::unique_ptr<Topology> t, const std::string&
   return t;
 }
 
-std::string read_file(const std::string& path, const std::string& spec) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(spec + ": cannot open the topology file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw FileError(spec + ": cannot read the topology file");
-  return ss.str();
-}
+std::string read_file(const std::string& path) { return read_input_file(path, "topology file"); }
 
 }  // namespace
 
@@ -796,7 +794,9 @@ std::unique_ptr<Topology> parse_topology(const std::string& text, const std::str
                                          int ranks) {
   json top;
   try {
-    top = json::parse(text);
+    top = parse_json_unique<json>(text);
+  } catch (const DuplicateJsonKey& e) {
+    throw FileError(file + ": " + e.what() + ": JSON keeps one of the two silently; give it once");
   } catch (const json::parse_error& e) {
     // e.byte is the 1-based offset of the character that failed to parse.
     std::size_t pos = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
@@ -807,6 +807,13 @@ std::unique_ptr<Topology> parse_topology(const std::string& text, const std::str
     // Keep nlohmann's explanation, not its own position prefix.
     auto colon = what.find(": ", what.find("parse error"));
     if (colon != std::string::npos) what = what.substr(colon + 2);
+    // An ASTRA-sim network YAML given without its prefix is not broken JSON.
+    const std::string stem_ext = file.size() >= 5 ? file.substr(file.size() - 5) : file;
+    if (stem_ext == ".yaml" || (file.size() >= 4 && file.substr(file.size() - 4) == ".yml"))
+      throw FileError(file +
+                      ": not JSON, and the name says YAML: an ASTRA-sim network YAML is "
+                      "read as --topology astra:" +
+                      file);
     throw FileError(file + ":" + std::to_string(line) + ":" + std::to_string(col) +
                     ": malformed JSON: " + what);
   } catch (const json::exception& e) {
@@ -816,6 +823,16 @@ std::unique_ptr<Topology> parse_topology(const std::string& text, const std::str
   }
   Reader rd(file);
   rd.object(top, "");
+  // Another of collkit's files given as a topology: name what it is.
+  if (top.contains("layers") && !top.contains("generator") && !top.contains("dims") &&
+      !top.contains("nodes"))
+    throw FileError(file +
+                    ": a model file (it has \"layers\"), not a topology; a model is "
+                    "plan --model FILE");
+  if (top.contains("collkit_version") || (top.contains("results") && top.contains("config")))
+    throw FileError(file + ": a report (it has \"" +
+                    (top.contains("collkit_version") ? "collkit_version" : "results") +
+                    "\"), not a topology; a report is an input of report, compare and calibrate");
   rd.keys(top, "", kTopKeys);
   EndpointProps ep;
   if (const json* e = rd.find(top, "endpoint")) {
@@ -852,7 +869,7 @@ std::unique_ptr<Topology> load_topology(const std::string& spec, int ranks) {
   static const std::string kAstra = "astra:";
   if (spec.rfind(kAstra, 0) == 0) {
     std::string path = spec.substr(kAstra.size());
-    std::string text = read_file(path, spec);
+    std::string text = read_file(path);
     std::vector<Dim> dims = parse_astra_dims(text, spec);
     std::string desc;
     for (const Dim& d : dims) {
@@ -874,9 +891,9 @@ std::unique_ptr<Topology> load_topology(const std::string& spec, int ranks) {
       spec.find('x', at) != std::string::npos && !std::filesystem::exists(spec)) {
     const std::string path = spec.substr(0, at);
     const ClusterShape shape = parse_cluster_shape(spec.substr(at + 1), "topology " + spec);
-    return parse_topology(reshape_topology_text(read_file(path, path), path, shape), spec, ranks);
+    return parse_topology(reshape_topology_text(read_file(path), path, shape), spec, ranks);
   }
-  std::string text = read_file(spec, spec);
+  std::string text = read_file(spec);
   return parse_topology(text, spec, ranks);
 }
 

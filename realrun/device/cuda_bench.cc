@@ -465,6 +465,8 @@ class CudaBackend final : public BenchBackend {
     if (algorithm == kNative) return prepare_native(size, type, op, in_place, unavailable);
     std::unique_ptr<Schedule> s =
         make_schedule(bench_schedule_spec(cfg_, algorithm, ranks_, count, type));
+    unavailable = outside_declaration(s->spec(), in_place);
+    if (!unavailable.empty()) return nullptr;
     if (in_place) {
       for (int r = 0; r < ranks_; ++r) {
         unavailable = in_place_hazard(*s, r, in_place_layout(c, ranks_, r, cfg_.root, count));

@@ -276,8 +276,8 @@ ScheduleSpec valid_spec(const AlgorithmDef& d) {
 }
 
 TEST(SweepBadInput, UnknownCollectiveListsValidNames) {
-  const std::string msg = usage_error_of([] { parse_collective("allreduce"); });
-  EXPECT_HAS(msg, "unknown collective 'allreduce'");
+  const std::string msg = usage_error_of([] { parse_collective("allreduc"); });
+  EXPECT_HAS(msg, "unknown collective 'allreduc'");
   for (Collective c : kAllCollectives) EXPECT_HAS(msg, std::string(to_string(c)));
 }
 

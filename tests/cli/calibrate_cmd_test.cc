@@ -151,9 +151,19 @@ TEST_P(CalibrateBadInput, ExitsTwoNamingFileAndFieldWithNoOutput) {
       write_measured("m.json", {1024, 65536, 1 << 20},
                      edit == "simulate" ? ReportMode::simulate : ReportMode::measure);
   Json j = Json::parse(slurp(m));
-  if (edit == "ranks") j["ranks"] = 8;
+  if (edit == "ranks") {
+    // A run on 8 ranks: its bus bandwidths follow (the reader checks them).
+    j["ranks"] = 8;
+    for (Json& row : j["results"])
+      row["busbw_gbps"] = row["algbw_gbps"].get<double>() *
+                          busbw_factor(parse_collective(row["collective"].get<std::string>()), 8);
+  }
   if (edit == "no_time") j["results"][2].erase("time_us");
-  if (edit == "zero_time") j["results"][2]["time_us"] = 0.0;
+  if (edit == "zero_time") {
+    j["results"][2]["time_us"] = 0.0;
+    j["results"][2]["algbw_gbps"] = 0.0;
+    j["results"][2]["busbw_gbps"] = 0.0;
+  }
   if (edit == "algorithm") j["results"][1]["algorithm"] = "nosuch";
   if (edit == "not_report") j = Json{{"hello", 1}};
   if (edit == "not_json") {

@@ -166,7 +166,7 @@ TEST_F(NcclTestsCli, SimulateWritesNcclTestsJsonPerAlgorithm) {
     const fs::path file = dir_ / ("nt." + std::string(algorithm) + ".json");
     const Json j = Json::parse(slurp(file));
     EXPECT_EQ(j["version"], 2);
-    EXPECT_EQ(j["args"][0], "collkit");
+    EXPECT_EQ(j["args"][0], COLLKIT_BINARY);
     EXPECT_EQ(j["results"].size(), 3u);
     const std::vector<InputRun> back = read_runs(file.string());
     ASSERT_EQ(back.size(), 1u);

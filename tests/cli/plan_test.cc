@@ -179,7 +179,7 @@ TEST_F(PlanCli, BadInputExitsTwoWithAMessage) {
       {alexnet_on_dgx() + " --batch 256 --device-memory 80XB", "--device-memory '80XB'"},
       {alexnet_on_dgx() + " --batch 256 --dtype float7", "float7"},
       {"--model '" + (dir_ / "missing.json").string() + "'" + topo + " --batch 8",
-       "missing.json: cannot open model file"},
+       "missing.json: cannot open the model file: No such file or directory"},
       {"--model '" + bad_kind.string() + "'" + topo + " --batch 8",
        "bad-kind.json: layers[0] (x).kind = 'lstm': unknown layer kind"},
       {"--model '" + bad_total.string() + "'" + topo + " --batch 8",

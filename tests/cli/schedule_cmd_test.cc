@@ -81,10 +81,11 @@ TEST_P(ScheduleBadInput, OneClearLineExitTwo) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, ScheduleBadInput,
     testing::Values(
-        BadCase{"schedule --collective allreduce --algorithm ring --ranks 4",
-                "unknown collective 'allreduce'; valid: broadcast, reduce, all_gather"},
+        BadCase{"schedule --collective allreduc --algorithm ring --ranks 4",
+                "unknown collective 'allreduc'; did you mean 'all_reduce'? (valid: broadcast, "
+                "reduce, all_gather"},
         BadCase{"schedule --collective all_reduce --algorithm rings --ranks 4",
-                "unknown algorithm 'rings' for all_reduce; valid: "},
+                "unknown algorithm 'rings' for all_reduce; did you mean 'ring'? (valid: "},
         BadCase{"schedule --collective broadcast --algorithm pairwise --ranks 4",
                 "unknown algorithm 'pairwise' for broadcast"},
         BadCase{"schedule --collective all_reduce --algorithm ring --ranks 0",

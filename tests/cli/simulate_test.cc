@@ -101,11 +101,12 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<BadCase>& i) { return i.param.name; });
 
 TEST_F(SimulateCli, UnknownCollective) {
-  const RunResult r = run("--collective allreduce --json '" + json_path() + "'");
+  const RunResult r = run("--collective allreduc --json '" + json_path() + "'");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
-            "collkit: error: unknown collective 'allreduce'; valid: broadcast, reduce, "
-            "all_gather, scatter, gather, reduce_scatter, all_reduce, all_to_all, barrier\n");
+            "collkit: error: unknown collective 'allreduc'; did you mean 'all_reduce'? (valid: "
+            "broadcast, reduce, all_gather, scatter, gather, reduce_scatter, all_reduce, "
+            "all_to_all, barrier)\n");
   EXPECT_EQ(leftovers(), std::vector<std::string>{});
 }
 

@@ -93,6 +93,48 @@ TEST_F(BenchCliTest, UsageErrorsAreOneLineBeforeMpiStarts) {
   EXPECT_EQ(r.output, "collkit: error: --backend is required (valid: mpi, nccl, cuda)\n");
 }
 
+// Issue 40 item 14: an MSCCL file is measured only where it declares it
+// serves (r48ll.xml: in place only, 266240..2078719 bytes); every other row
+// is N/A with the reason, and an in-place-only row shows its figures.
+TEST_F(BenchCliTest, MscclFileOutsideItsDeclarationIsNotMeasured) {
+  const std::string file = std::string(COLLKIT_SOURCE_DIR) +
+                           "/tests/data/msccl/Azure__msccl-scheduler__tools__msccl-algorithms__"
+                           "ndv4__r48ll.xml";
+  const Result r = run(bench(
+      8, "--collective all_reduce --algorithm msccl:" + file + " -b 64K -e 4M -f 4 -n 1 -w 0"));
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_EQ(occurrences(r.output,
+                        "# out-of-place: N/A (outside the MSCCL file's declaration: out of place, "
+                        "which the file does not serve (outofplace=\"0\"; its schedule runs in "
+                        "place)"),
+            2)
+      << r.output;
+  EXPECT_EQ(occurrences(r.output,
+                        "# in-place: N/A (outside the MSCCL file's declaration: outside the "
+                        "file's sizes 266240..2078719 bytes per call (minBytes, maxBytes))"),
+            1)
+      << r.output;
+  // 1 MiB: out-of-place N/A, in-place measured; the others N/A throughout.
+  const std::size_t row = r.output.find("\n     1048576        262144");
+  ASSERT_NE(row, std::string::npos) << r.output;
+  const std::string line = r.output.substr(row + 1, r.output.find('\n', row + 1) - row - 1);
+  EXPECT_EQ(occurrences(line, "N/A"), 4) << line;
+  EXPECT_EQ(occurrences(r.output, "N/A     N/A     N/A     N/A      N/A     N/A     N/A     N/A"),
+            3)
+      << r.output;
+}
+
+// Issue 40 item 19: under mpirun one process (rank 0) shows the progress.
+TEST_F(BenchCliTest, ProgressComesFromRankZeroOnly) {
+  const Result r = run("env COLLKIT_PROGRESS_INTERVAL_MS=0 " +
+                       bench(2,
+                             "--collective all_reduce --algorithm ring -b 1K -e 2K -f 2 -n 1 "
+                             "-w 0"));
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_EQ(occurrences(r.output, "collkit: bench all_reduce: 50% (1 of 2)"), 1) << r.output;
+  EXPECT_EQ(occurrences(r.output, "collkit: bench all_reduce: 100% (2 of 2)"), 1) << r.output;
+}
+
 // nccl-tests' flags: its defaults, and a refusal that says why where a flag
 // has no meaning for the backend.
 TEST_F(BenchCliTest, NcclTestsFlags) {
@@ -171,7 +213,10 @@ TEST_F(BenchCliTest, RootOutOfRange) {
 }
 
 TEST_F(BenchCliTest, UnknownNames) {
-  expect_usage_error(bench(2, "--collective allreduce"), "unknown collective 'allreduce'");
+  expect_usage_error(bench(2, "--collective broadcast -r all"),
+                     "-r all: bench measures one root per run");
+  expect_usage_error(bench(2, "--collective allreduc"),
+                     "unknown collective 'allreduc'; did you mean 'all_reduce'?");
   expect_usage_error(bench(2, "--collective all_reduce --algorithm ring,nope"),
                      "unknown algorithm 'nope' for all_reduce");
   expect_usage_error(bench(2, "--collective all_reduce -d float33"), "unknown data type");

@@ -113,30 +113,31 @@ TEST(ChartGroups, ColoursFollowTheAlgorithmAcrossCharts) {
   EXPECT_EQ(groups[1].series[0].colour, groups[0].series[0].colour);  // ring in all_gather
 }
 
-// Eleven algorithms over two collectives: globally the 1st and 11th share a
-// palette slot, but no chart holds both, so each chart's colours are all
-// different; where they would clash inside one chart, the later one moves.
-TEST(ChartGroups, ColoursWithinAChartNeverRepeatUpToTen) {
+// Twenty-one algorithms over two collectives: globally the 1st and 21st
+// share a palette slot, but no chart holds both, so each chart's colours are
+// all different; where they would clash inside one chart, the later one
+// moves (issue 40: colours repeated after ten series).
+TEST(ChartGroups, ColoursWithinAChartNeverRepeatUpToTwenty) {
   Report s = simulated();
   s.results.clear();
-  for (int a = 0; a < 11; ++a)
-    s.results.push_back(row(a < 6 ? Collective::broadcast : Collective::reduce,
+  for (int a = 0; a < 21; ++a)
+    s.results.push_back(row(a < 11 ? Collective::broadcast : Collective::reduce,
                             "algo" + std::to_string(a), 1024, 1, 1));
-  // algo10 also runs broadcast, where algo0 has its slot.
-  s.results.push_back(row(Collective::broadcast, "algo10", 2048, 1, 1));
+  // algo20 also runs broadcast, where algo0 has its slot.
+  s.results.push_back(row(Collective::broadcast, "algo20", 2048, 1, 1));
   const auto groups = build_chart_groups({{"s.json", s}});
   ASSERT_EQ(groups.size(), 2u);
   for (const ChartGroup& g : groups) {
     std::set<int> slots;
-    for (const ChartSeries& sr : g.series) slots.insert(sr.colour % 10);
+    for (const ChartSeries& sr : g.series) slots.insert(sr.colour % 20);
     EXPECT_EQ(slots.size(), g.series.size()) << to_string(g.collective);
-    for (const ChartSeries& sr : g.series) EXPECT_LT(sr.colour, 10) << "no squares below ten";
+    for (const ChartSeries& sr : g.series) EXPECT_LT(sr.colour, 20) << "no other shapes below 20";
   }
   EXPECT_EQ(groups[0].series[0].colour, 0);  // algo0 keeps its global colour
-  EXPECT_EQ(groups[0].series[6].algorithm, "algo10");
-  EXPECT_EQ(groups[0].series[6].colour, 6);  // slot 0 taken: next free after 5
-  EXPECT_EQ(groups[1].series[4].algorithm, "algo10");
-  EXPECT_EQ(groups[1].series[4].colour, 0);  // free in the reduce chart
+  EXPECT_EQ(groups[0].series[11].algorithm, "algo20");
+  EXPECT_EQ(groups[0].series[11].colour, 11);  // slot 0 taken: next free after 10
+  EXPECT_EQ(groups[1].series[9].algorithm, "algo20");
+  EXPECT_EQ(groups[1].series[9].colour, 0);  // free in the reduce chart
 }
 
 TEST(ChartGroups, NamesTheFileWhenAChartHasTwoOfAMode) {
@@ -178,12 +179,13 @@ TEST(HtmlReport, MeasuredLinesAreDashedSimulatedSolid) {
   EXPECT_EQ(solid, 2 * 3u);
 }
 
-TEST(HtmlReport, TitlesCarryExactValuesAxesUnitsAndALegend) {
+// Hover titles print figures as the tables do (issue 40: raw doubles).
+TEST(HtmlReport, TitlesCarryReadableValuesAxesUnitsAndALegend) {
   const std::string html = render_html_report(inputs());
   EXPECT_NE(
-      html.find("<title>ring (measured): 2 KiB (2048 B), busbw 3.0 GB/s, time 9.0 us</title>"),
+      html.find("<title>ring (measured): 2 KiB (2048 B), busbw 3.00 GB/s, time 9.00 us</title>"),
       std::string::npos);
-  EXPECT_NE(html.find("busbw 80.0 GB/s, time 20.0 us"), std::string::npos);
+  EXPECT_NE(html.find("busbw 80.00 GB/s, time 20.00 us"), std::string::npos);
   EXPECT_NE(html.find("busbw (GB/s)"), std::string::npos);
   EXPECT_NE(html.find("message size (bytes, log2 scale)"), std::string::npos);
   EXPECT_NE(html.find(">1 KiB</text>"), std::string::npos);
@@ -193,12 +195,13 @@ TEST(HtmlReport, TitlesCarryExactValuesAxesUnitsAndALegend) {
   EXPECT_NE(html.find("best, measured"), std::string::npos);
 }
 
-TEST(HtmlReport, InPlaceOnlySizeShowsItsExactTime) {
+TEST(HtmlReport, InPlaceOnlySizeShowsItsTime) {
   Report m = measured();
   m.results.erase(m.results.begin() + 1);  // leave 1 KiB in-place only
   const std::string html = render_html_report({{"m.json", m}});
-  EXPECT_NE(html.find("1 KiB (1024 B, in-place), busbw 1.25 GB/s, time 12.345678901234567 us"),
+  EXPECT_NE(html.find("1 KiB (1024 B, in-place), busbw 1.25 GB/s, time 12.35 us"),
             std::string::npos);
+  EXPECT_EQ(html.find("12.345678"), std::string::npos) << "raw doubles on hover";
 }
 
 TEST(HtmlReport, SelfContainedWithoutScriptsOrLinks) {
@@ -226,7 +229,7 @@ TEST(HtmlReport, ZeroByteRowsStayInTheTableOnly) {
   EXPECT_EQ(count(html, "<svg"), 2u);  // busbw and time, both empty
   EXPECT_EQ(count(html, "<path "), 0u);
   EXPECT_NE(html.find("no sizes above 0 bytes"), std::string::npos);
-  EXPECT_NE(html.find("<td class=\"num best\" title=\"busbw 0.0 GB/s, time 3.0 us\">"),
+  EXPECT_NE(html.find("<td class=\"num best\" title=\"busbw 0.00 GB/s, time 3.00 us\">"),
             std::string::npos);
 }
 
@@ -238,7 +241,14 @@ TEST(HtmlReport, ManySeriesGetAllPathsAndATallerChart) {
   const std::string html = render_html_report({{"s.json", s}});
   EXPECT_EQ(count(html, "<path "), 2 * 30u);                  // busbw and time charts
   EXPECT_NE(html.find("height=\"588\""), std::string::npos);  // 20 + 28 + 30 x 18
-  EXPECT_NE(html.find("<rect "), std::string::npos);          // squares past ten colours
+  EXPECT_NE(html.find("<rect "), std::string::npos);          // squares past twenty colours
+  // The legend draws each series' marker on its line: 30 per chart, and the
+  // squares of series 20..29 among them.
+  const std::size_t legend = html.find("<g class=\"legend\">");
+  ASSERT_NE(legend, std::string::npos);
+  const std::string first = html.substr(legend, html.find("</g>", legend) - legend);
+  EXPECT_EQ(count(first, "<circle ") + count(first, "<rect "), 30u);
+  EXPECT_EQ(count(first, "<rect "), 10u);
 }
 
 TEST(HtmlEscape, EscapesEveryMarkupCharacter) {

@@ -83,7 +83,8 @@ TEST(Inputs, BadInputIsOneLineNamingTheFile) {
     read_runs("/nonexistent/m.json");
     FAIL();
   } catch (const FileError& e) {
-    EXPECT_EQ(std::string(e.what()), "/nonexistent/m.json: cannot open for reading");
+    EXPECT_EQ(std::string(e.what()),
+              "/nonexistent/m.json: cannot open the report: No such file or directory");
   }
 }
 

@@ -314,7 +314,7 @@ TEST(NcclTestsText, CollectiveAndRanksComeFromTheLogOrTheOptions) {
                {"log.txt:4: redop: 'none', but reduce_scatter reduces"});
   // A binary collkit has no collective for.
   expect_parts(text_error("./sendrecv_perf -g 8\n" + table, {std::nullopt, 8}),
-               {"log.txt:3: collective: sendrecv_perf measures sendrecv"});
+               {"log.txt:3: collective: sendrecv_perf measures point-to-point transfers"});
   // A line naming two binaries is no answer.
   expect_parts(
       text_error("for t in all_reduce_perf all_gather_perf; do\n" + table, {std::nullopt, 8}),

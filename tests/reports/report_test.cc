@@ -111,8 +111,8 @@ TEST(Report, ReaderNamesTheMissingOrIllTypedField) {
   EXPECT_EQ(read_error([](Json& j) { j["results"][0]["in_place"] = 0; }),
             "m.json: results[0].in_place: expected a boolean, got an integer");
   EXPECT_EQ(read_error([](Json& j) {
-              j["results"][0]["collective"] = "allreduce";
-            }).rfind("m.json: results[0].collective: unknown collective 'allreduce'", 0),
+              j["results"][0]["collective"] = "allreduc";
+            }).rfind("m.json: results[0].collective: unknown collective 'allreduc'", 0),
             0u);
   EXPECT_EQ(read_error([](Json& j) { j["best"][0].erase("algorithm"); }),
             "m.json: best[0].algorithm: missing");
@@ -165,7 +165,8 @@ TEST(Report, ReadReportNamesTheFile) {
     read_report((dir / "absent.json").string());
     FAIL();
   } catch (const FileError& e) {
-    EXPECT_EQ(std::string(e.what()), (dir / "absent.json").string() + ": cannot open for reading");
+    EXPECT_EQ(std::string(e.what()), (dir / "absent.json").string() +
+                                         ": cannot open the report: No such file or directory");
   }
   const std::string good = (dir / "good.json").string();
   std::ofstream(good) << report_json_text(sample_report());
