@@ -79,7 +79,7 @@ TEST_F(PlanCli, UserLayoutPrintedBesideTheChoice) {
                           "--json '" + json.string() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("# your layout (--tp 1 --pp 1 --dp 8 --zero 1 --micro-batch 32): "
-                       "micro-batch 32 x 1 per step\n#   step "),
+                       "micro-batch 32 x 1 per step, recompute none\n#   step "),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("slower per step than the planner's choice"), std::string::npos) << r.out;
@@ -144,7 +144,7 @@ TEST_F(PlanCli, CollectivesDefaultFollowTheTopology) {
 }
 
 TEST_F(PlanCli, NothingFitsIsSaidClearly) {
-  const RunResult r = run(alexnet_on_dgx() + " --batch 256 --device-memory 1MB");
+  const RunResult r = run(alexnet_on_dgx() + " --batch 256 --device-memory 1MB --memory-reserve 0");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("NOTHING FITS"), std::string::npos) << r.out;
 }
