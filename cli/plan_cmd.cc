@@ -51,6 +51,7 @@ struct PlanArgs {
   std::string jobs = "0";
   bool explain = false;
   bool quiet = false;
+  bool no_search = false;
 };
 
 double parse_positive_number(const std::string& flag, const std::string& text) {
@@ -161,6 +162,7 @@ void run_plan(const PlanArgs& a) {
   if (!a.recompute.empty()) opts.recompute = parse_recompute(a.recompute);
   opts.jobs = static_cast<int>(parse_integer("--jobs", a.jobs, 0, 1 << 16));
   opts.progress = !a.quiet;
+  opts.search = !a.no_search;
   opts.topology_file = a.topology;
   const std::int64_t dpn = parse_positive("--devices-per-node", a.devices_per_node, true);
   if (dpn > (1 << 24))
@@ -304,6 +306,9 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--measured-step", a->measured_step,
                   "A measured step time (3.5, 3.5s, 3500ms): prints the prediction's error");
   cmd->add_flag("--quiet", a->quiet, "No progress lines on stderr");
+  cmd->add_flag("--no-search", a->no_search,
+                "Price the layout given by --tp --pp --dp ... alone, as the plan, without "
+                "searching for the planner's choice");
   cmd->add_option("--jobs", a->jobs, "Simulations in parallel (0 = every core)");
   cmd->add_option("--net-model", a->net_model, "Network model: flow (default) or alpha-beta");
   cmd->add_option("--devices-per-node", a->devices_per_node,

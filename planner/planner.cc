@@ -1026,6 +1026,18 @@ class Planner {
       for (int p = 2; p <= nodes; ++p)
         if (nodes % p == 0 && p <= instances) pps.push_back(p);
     }
+    if (!opts_.search) {
+      // --no-search: the given layout is the plan.
+      if (!opts_.user)
+        throw UsageError("--no-search: give the layout to price (--tp --pp --dp ...)");
+      res.plan = user_plan();
+      res.fits = res.plan.fits;
+      res.cheapest = res.plan;
+      res.layouts_priced = 1;
+      explain(res);
+      res.simulations = cost_.simulations();
+      return res;
+    }
     std::vector<Recompute> rcs;
     if (opts_.recompute)
       rcs = {*opts_.recompute};
@@ -1222,9 +1234,8 @@ class Planner {
   }
 
   // --tp --pp --dp --zero --micro-batch --virtual-stages --recompute
-  // --sequence-parallel: the user's layout priced as given, and what
-  // separates it from the planner's choice.
-  void price_user(PlanResult& res) {
+  // --sequence-parallel: the user's layout priced as given.
+  Plan user_plan() {
     const UserLayout& u = *opts_.user;
     const int n = opts_.ranks;
     auto flags = [&] {
@@ -1302,7 +1313,14 @@ class Planner {
     }
     evaluate(plan, stages);
     rows_per_rank(plan);
+    return plan;
+  }
 
+  // The user's layout beside the planner's choice, and what separates them.
+  void price_user(PlanResult& res) {
+    Plan plan = user_plan();
+    const Layout& lay = plan.layout;
+    const int n = opts_.ranks;
     // The difference, component by component, then per layer.
     const Plan& best = res.plan;
     std::vector<std::string>& out = res.user_diff;
@@ -1409,7 +1427,11 @@ class Planner {
       lp.reason = r;
     }
     std::string v;
-    if (res.fits) {
+    if (!opts_.search) {
+      v = std::string("as given (--no-search): ") + (res.fits ? "fits, " : "DOES NOT FIT, ") +
+          gb(plan.memory.total()) + " per rank of " + gb(usable_) + " usable, " +
+          ms(plan.step_time()) + " per step";
+    } else if (res.fits) {
       v = "fits: " + gb(plan.memory.total()) + " per rank of " + gb(usable_) + " usable, " +
           ms(plan.step_time()) + " per step (" + ms(plan.comm_time) + " of exposed communication" +
           (plan.layout.pp > 1 ? " and " + ms(plan.bubble_time) + " of pipeline bubble)"

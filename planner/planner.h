@@ -163,6 +163,8 @@ struct PlanOptions {
   int devices_per_node = 0;
   // A layout to price beside the planner's choice (--tp --pp --dp --zero).
   std::optional<UserLayout> user;
+  // false (--no-search): price `user` alone, as the plan, without searching.
+  bool search = true;
   // How a collective is priced (--collectives): the fastest registered
   // algorithm (false), or what NCCL runs, its own choice of algorithm,
   // protocol and channels on the group's ranks (sim/nccl.h; true). The
