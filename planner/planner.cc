@@ -1412,7 +1412,7 @@ class Planner {
                                          : lp.choice;
       std::string r;
       if (lp.choice.strategy == Strategy::fc_split)
-        r = "gathering activations (" + ms(lp.time) + ") beats all_reducing " +
+        r = "split: gathering activations (" + ms(lp.time) + ") instead of all_reducing " +
             std::to_string(lp.params) + " weights";
       else if (lp.choice.strategy == Strategy::tensor_parallel)
         r = "Megatron split over " + std::to_string(lay.tp) + " GPUs of a node (" + ms(lp.time) +
@@ -1422,7 +1422,7 @@ class Planner {
       const double per_rank = static_cast<double>(lp.instances_per_rank) / lp.repeat;
       if (other)
         r += "; " + choice_name(other->choice) + " would take " + ms(other->time * per_rank);
-      if (!(cheapest_choice == lp.choice))
+      if (!(cheapest_choice == lp.choice) && !res.cheapest.fits)
         r += "; " + choice_name(cheapest_choice) + " (no slower) was given up to fit the memory";
       lp.reason = r;
     }

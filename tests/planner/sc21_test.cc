@@ -27,6 +27,7 @@ using testing_planner::source;
 
 struct Row {
   std::string model;
+  double params_b = 0;  // billions, one decimal
   double layers = 0, hidden = 0, seq = 0, vocab = 0;
   std::int64_t batch = 0, micro_batch = 0;
   int tp = 0, pp = 0, layers_per_virtual = 0, gpus = 0;
@@ -69,6 +70,7 @@ std::vector<Row> table1() {
     const std::vector<std::string> f = fields(line);
     Row r;
     r.model = f[col("model")];
+    r.params_b = std::stod(f[col("params_B")]);
     r.layers = std::stod(f[col("layers")]);
     r.hidden = std::stod(f[col("hidden")]);
     r.seq = std::stod(f[col("seq_len")]);
@@ -140,6 +142,9 @@ TEST(Sc21Table1, PredictedThroughputAgainstPublished) {
   for (const Row& r : rows) {
     const auto topo = load_topology(source("topologies/a100-cluster-384x8.json"), r.gpus);
     const Model m = load_model(model_file(r.model));
+    // The model file's parameters, to the table's one decimal.
+    EXPECT_DOUBLE_EQ(std::round(static_cast<double>(m.total_params()) / 1e8) / 10, r.params_b)
+        << r.model;
     const PlanOptions o = sc21_options(r, a100);
     const PlanResult res = make_plan(m, *topo, o);
     const Plan& p = res.plan;
