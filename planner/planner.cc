@@ -1614,7 +1614,7 @@ PlanResult make_plan(const Model& model, const Topology& topology, const PlanOpt
   Planner planner(model, topology, opts);
   PlanResult res = planner.run(topology);
   if (opts.device_tflops > 0)
-    res.compute_source = "--device-tflops " + std::to_string(opts.device_tflops);
+    res.compute_source = "--device-tflops " + Json(opts.device_tflops).dump();
   else if (opts.device)
     res.compute_source = opts.device->name;
   else
@@ -1850,7 +1850,7 @@ std::string format_plan(const PlanResult& res, const Model& model, const PlanOpt
         "%.3f; %s attention\n",
         d.name.c_str(), d.file.c_str(), d.peak_for(opts.dtype) / 1e12, d.matmul_efficiency * 100,
         opts.device_tflops > 0
-            ? (" (replaced by --device-tflops " + std::to_string(opts.device_tflops) + ")").c_str()
+            ? (" (replaced by --device-tflops " + Json(opts.device_tflops).dump() + ")").c_str()
             : "",
         d.memory_bandwidth / 1e9, d.memory_efficiency,
         std::string(to_string(opts.step.attention)).c_str());
