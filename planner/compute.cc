@@ -351,7 +351,6 @@ LayerCompute layer_compute(const Layer& l, const ComputeModel& cm, const Compute
         a.kernel(2 * e * tokens * dim, 2 * e * tokens * dim, false);
         act = 0;
         weights = 0;
-        (void)t;
         break;
       }
       case LayerKind::norm: {

@@ -658,7 +658,6 @@ class Planner {
     // updated like a layer and summed with the first stage's every step.
     double tied_sync = 0;
     if (p > 1 && tied_head_ >= 0 && embed_ >= 0) {
-      const Layer& e = model_.layers[static_cast<std::size_t>(embed_)];
       const Layer& h = model_.layers[static_cast<std::size_t>(tied_head_)];
       const double t =
           plan.layers[static_cast<std::size_t>(embed_)].choice.strategy == Strategy::tensor_parallel
@@ -669,7 +668,6 @@ class Planner {
       w[p - 1].memory += model_state_memory(psi, ec.zero_stage, lay.dp, elem_, opt_bytes_);
       w[p - 1].owned += psi / (ec.zero_stage >= 1 ? lay.dp : 1);
       w[p - 1].local += psi;
-      (void)e;
       const auto bytes = static_cast<std::int64_t>(psi * elem_);
       tied_sync = cost_.best(Collective::all_reduce, bytes, 0, (p - 1) * lay.dp * lay.tp, 2).first;
     }
