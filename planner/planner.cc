@@ -1,13 +1,17 @@
 #include "planner/planner.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <set>
 
 #include "algorithms/registry.h"
 #include "core/error.h"
+#include "core/parallel.h"
 #include "planner/group_topology.h"
 #include "sim/nccl.h"
 #include "sim/nccl_explain.h"
@@ -16,22 +20,75 @@
 namespace collkit {
 namespace {
 
+using CommKey = std::tuple<Collective, std::int64_t, int, int, int>;
+
+// Collectives above this size are priced from two simulations, at this size
+// and half of it, and the line through them: at such sizes every algorithm
+// moves its data in chunks at a steady rate, so the time grows linearly
+// (tests/planner/planner_test.cc checks a 1 GiB all_reduce against it).
+constexpr std::int64_t kSimCap = 256ll << 20;
+
 // Simulated time of the fastest registered algorithm, or with `nccl` of
 // NCCL's own choice, cached by (collective, bytes, group), so a plan that
 // asks for the same collective many times (96 identical blocks, many
-// micro-batch candidates) simulates it once.
+// micro-batch candidates) simulates it once. prefetch() simulates the
+// missing ones of a list in parallel.
 class CommCost {
  public:
   CommCost(const Topology& topology, DataType dtype, SimOptions sim, bool nccl,
-           std::optional<NcclVersion> version)
-      : topology_(topology), dtype_(dtype), sim_(sim), nccl_(nccl), version_(version) {}
+           std::optional<NcclVersion> version, int jobs)
+      : topology_(topology),
+        dtype_(dtype),
+        sim_(sim),
+        nccl_(nccl),
+        version_(version),
+        jobs_(jobs) {}
 
   std::pair<double, std::string> best(Collective c, std::int64_t bytes, int first, int stride,
                                       int size) {
     if (size <= 1 || bytes <= 0) return {0.0, "none"};
-    const auto key = std::make_tuple(c, bytes, first, stride, size);
+    if (bytes > kSimCap) {
+      const auto hi = best(c, kSimCap, first, stride, size);
+      const auto lo = best(c, kSimCap / 2, first, stride, size);
+      const double slope = (hi.first - lo.first) / static_cast<double>(kSimCap / 2);
+      return {hi.first + slope * static_cast<double>(bytes - kSimCap),
+              hi.second + " (linear above 256 MiB)"};
+    }
+    const CommKey key{c, bytes, first, stride, size};
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
+    auto r = simulate_one(key);
+    ++simulations_;
+    return cache_.emplace(key, std::move(r)).first->second;
+  }
+
+  // Simulates, in parallel, every key of `keys` not yet known.
+  void prefetch(const std::vector<CommKey>& keys) {
+    std::set<CommKey> want;
+    for (const auto& [c, bytes, first, stride, size] : keys) {
+      if (size <= 1 || bytes <= 0) continue;
+      if (bytes > kSimCap) {
+        want.insert({c, kSimCap, first, stride, size});
+        want.insert({c, kSimCap / 2, first, stride, size});
+      } else {
+        want.insert({c, bytes, first, stride, size});
+      }
+    }
+    std::vector<CommKey> todo;
+    for (const CommKey& k : want)
+      if (!cache_.count(k)) todo.push_back(k);
+    if (todo.empty()) return;
+    std::vector<std::pair<double, std::string>> out(todo.size());
+    parallel_for(todo.size(), jobs_, [&](std::size_t i) { out[i] = simulate_one(todo[i]); });
+    for (std::size_t i = 0; i < todo.size(); ++i) cache_.emplace(todo[i], std::move(out[i]));
+    simulations_ += static_cast<std::int64_t>(todo.size());
+  }
+
+  std::int64_t simulations() const { return simulations_; }
+
+ private:
+  std::pair<double, std::string> simulate_one(const CommKey& key) const {
+    const auto& [c, bytes, first, stride, size] = key;
     GroupTopology group(topology_, first, stride, size);
     const int elem = size_of(dtype_);
     ScheduleSpec spec;
@@ -50,9 +107,7 @@ class CommCost {
                                                      std::nullopt, &instead);
       const double t =
           simulate(*make_schedule(nccl_schedule_spec(spec, ctx, choice, group)), group, sim_).time;
-      ++simulations_;
-      return cache_.emplace(key, std::pair{t, "nccl " + describe_run(choice, instead)})
-          .first->second;
+      return {t, "nccl " + describe_run(choice, instead)};
     }
     spec.model = cost_params_of(group, size);
     spec.node_size = group.ranks_per_node(size);
@@ -84,25 +139,21 @@ class CommCost {
         continue;
       }
       const double t = simulate(*schedule, group, sim_).time;
-      ++simulations_;
       if (t < best.first) best = {t, def->name};
     }
     if (best.second.empty())
       throw UsageError("no " + std::string(to_string(c)) + " algorithm accepts " +
                        std::to_string(size) + " ranks");
-    cache_.emplace(key, best);
     return best;
   }
-  std::int64_t simulations() const { return simulations_; }
 
- private:
   const Topology& topology_;
   DataType dtype_;
   SimOptions sim_;
   bool nccl_;
   std::optional<NcclVersion> version_;
-  std::map<std::tuple<Collective, std::int64_t, int, int, int>, std::pair<double, std::string>>
-      cache_;
+  int jobs_;
+  std::map<CommKey, std::pair<double, std::string>> cache_;
   std::int64_t simulations_ = 0;
 };
 
@@ -150,32 +201,48 @@ CollectiveUse use(Collective c, GroupKind g, int size, int stride, std::int64_t 
   return u;
 }
 
-// ZeRO's data-parallel traffic for `psi` parameters of one instance.
+// One message of `bytes` per instance as buckets of at most `bucket`
+// bytes: the full ones and the rest.
+void bucketed(std::vector<CollectiveUse>& out, Collective c, int d, int stride, std::int64_t bytes,
+              double bucket, std::int64_t count, const char* phase) {
+  if (bytes <= 0) return;
+  const auto g = GroupKind::data_parallel;
+  if (!(bucket > 0) || static_cast<double>(bytes) <= bucket) {
+    out.push_back(use(c, g, d, stride, bytes, count, phase));
+    return;
+  }
+  const auto b = static_cast<std::int64_t>(bucket);
+  const std::int64_t full = bytes / b;
+  const std::int64_t rest = bytes - full * b;
+  out.push_back(use(c, g, d, stride, b, count * full, phase));
+  if (rest > 0) out.push_back(use(c, g, d, stride, rest, count, phase));
+}
+
+// ZeRO's data-parallel traffic for `bytes` of parameters of one instance.
 void zero_collectives(std::vector<CollectiveUse>& out, std::int64_t bytes, int stage,
-                      const Layout& lay, std::int64_t repeat) {
+                      const Layout& lay, std::int64_t repeat, double bucket) {
   const int d = lay.dp;
   const int stride = lay.tp;
   const std::int64_t m = lay.micro_batches;
   if (d <= 1) return;
-  const auto g = GroupKind::data_parallel;
   switch (stage) {
     case 0:
-      out.push_back(use(Collective::all_reduce, g, d, stride, bytes, repeat, "step"));
+      bucketed(out, Collective::all_reduce, d, stride, bytes, bucket, repeat, "step");
       break;
     case 1:
-      out.push_back(use(Collective::reduce_scatter, g, d, stride, bytes, repeat, "step"));
-      out.push_back(use(Collective::all_gather, g, d, stride, bytes, repeat, "step"));
+      bucketed(out, Collective::reduce_scatter, d, stride, bytes, bucket, repeat, "step");
+      bucketed(out, Collective::all_gather, d, stride, bytes, bucket, repeat, "step");
       break;
     case 2:
       // Gradients are reduce_scattered as each micro-batch's backward makes
       // them: no rank keeps a whole gradient to accumulate into.
-      out.push_back(use(Collective::reduce_scatter, g, d, stride, bytes, repeat * m, "backward"));
-      out.push_back(use(Collective::all_gather, g, d, stride, bytes, repeat, "step"));
+      bucketed(out, Collective::reduce_scatter, d, stride, bytes, bucket, repeat * m, "backward");
+      bucketed(out, Collective::all_gather, d, stride, bytes, bucket, repeat, "step");
       break;
     default:
-      out.push_back(use(Collective::all_gather, g, d, stride, bytes, repeat * m, "forward"));
-      out.push_back(use(Collective::all_gather, g, d, stride, bytes, repeat * m, "backward"));
-      out.push_back(use(Collective::reduce_scatter, g, d, stride, bytes, repeat * m, "backward"));
+      bucketed(out, Collective::all_gather, d, stride, bytes, bucket, repeat * m, "forward");
+      bucketed(out, Collective::all_gather, d, stride, bytes, bucket, repeat * m, "backward");
+      bucketed(out, Collective::reduce_scatter, d, stride, bytes, bucket, repeat * m, "backward");
       break;
   }
 }
@@ -184,6 +251,13 @@ int optimizer_bytes_for(DataType t) {
   // Mixed precision keeps an fp32 master copy next to Adam's two moments
   // (12 bytes); full fp32 (or wider) training updates the weights in place.
   return size_of(t) >= 4 ? 8 : 12;
+}
+
+bool is_head(const Layer& l) {
+  return l.kind == LayerKind::linear && l.shape.is_object() && l.shape.value("head", false);
+}
+bool is_tied(const Layer& l) {
+  return l.kind == LayerKind::linear && l.shape.is_object() && l.shape.value("tied", false);
 }
 
 }  // namespace
@@ -241,8 +315,10 @@ Memory model_state_memory(double psi, int zero_stage, int n_d, int elem_bytes,
   return m;
 }
 
+double default_memory_reserve(double bytes) { return 0.05 * bytes + kDefaultMemoryReserve; }
+
 std::vector<CollectiveUse> layer_collectives(const Layer& layer, const Choice& choice,
-                                             const Layout& lay, int elem_bytes) {
+                                             const Layout& lay, int elem_bytes, double bucket) {
   std::vector<CollectiveUse> out;
   const std::int64_t b = lay.micro_batch;
   const std::int64_t m = lay.micro_batches;
@@ -253,7 +329,7 @@ std::vector<CollectiveUse> layer_collectives(const Layer& layer, const Choice& c
     case Strategy::zero1:
     case Strategy::zero2:
     case Strategy::zero3:
-      zero_collectives(out, param_bytes, choice.zero_stage, lay, r);
+      zero_collectives(out, param_bytes, choice.zero_stage, lay, r, bucket);
       break;
     case Strategy::fc_split: {
       // The seeds' layer: inputs of the whole (data-parallel) micro-batch are
@@ -270,15 +346,46 @@ std::vector<CollectiveUse> layer_collectives(const Layer& layer, const Choice& c
       break;
     }
     case Strategy::tensor_parallel: {
-      // Megatron: the column/row pairs end in an all_reduce of the b x s x h
-      // output, forward and backward, inside the tensor-parallel group.
-      const std::int64_t act = b * layer.act_out * elem_bytes;
-      const std::int64_t half = layer.tp_all_reduces / 2;
-      out.push_back(use(Collective::all_reduce, GroupKind::tensor_parallel, lay.tp, 1, act,
-                        r * m * half, "forward"));
-      out.push_back(use(Collective::all_reduce, GroupKind::tensor_parallel, lay.tp, 1, act,
-                        r * m * half, "backward"));
-      zero_collectives(out, param_bytes / lay.tp, choice.zero_stage, lay, r);
+      const auto tpg = GroupKind::tensor_parallel;
+      const int t = lay.tp;
+      const bool sp = lay.sequence_parallel;
+      const std::int64_t n = r * m;  // per step
+      if (layer.kind == LayerKind::embedding) {
+        // Vocabulary-parallel embedding: the partial lookups are summed
+        // (reduce_scattered over the sequence with sequence parallelism).
+        const std::int64_t act = b * layer.act_out * elem_bytes;
+        out.push_back(use(sp ? Collective::reduce_scatter : Collective::all_reduce, tpg, t, 1, act,
+                          n, "forward"));
+      } else if (is_head(layer)) {
+        // Vocabulary-parallel LM head: its input is copied to (gathered
+        // over) the group, its gradient all_reduced (reduce_scattered); the
+        // cross entropy sums the logits' max, target logit and exp-sum over
+        // the group: three all_reduces of one fp32 per token.
+        const std::int64_t act = b * layer.act_in * elem_bytes;
+        if (sp) out.push_back(use(Collective::all_gather, tpg, t, 1, act, n, "forward"));
+        out.push_back(use(sp ? Collective::reduce_scatter : Collective::all_reduce, tpg, t, 1, act,
+                          n, "backward"));
+        const std::int64_t tokens = layer.act_in / std::max<std::int64_t>(1, layer.in_features);
+        out.push_back(use(Collective::all_reduce, tpg, t, 1, b * tokens * 4, 3 * n, "forward"));
+      } else {
+        // Megatron: the column/row pairs end in an all_reduce of the b x s x h
+        // output, forward and backward; with sequence parallelism each is a
+        // reduce_scatter after the pair and an all_gather before it. Full
+        // recomputation runs the forward's collectives again.
+        const std::int64_t act = b * layer.act_out * elem_bytes;
+        const std::int64_t pairs = layer.tp_all_reduces / 2;
+        std::vector<const char*> phases{"forward", "backward"};
+        if (lay.recompute == Recompute::full) phases.push_back("recompute");
+        for (const char* ph : phases) {
+          if (sp) {
+            out.push_back(use(Collective::all_gather, tpg, t, 1, act, n * pairs, ph));
+            out.push_back(use(Collective::reduce_scatter, tpg, t, 1, act, n * pairs, ph));
+          } else {
+            out.push_back(use(Collective::all_reduce, tpg, t, 1, act, n * pairs, ph));
+          }
+        }
+      }
+      zero_collectives(out, param_bytes / t, choice.zero_stage, lay, r, bucket);
       break;
     }
   }
@@ -288,28 +395,15 @@ std::vector<CollectiveUse> layer_collectives(const Layer& layer, const Choice& c
 Memory layer_memory(const Layer& layer, const Choice& choice, const Layout& lay, int elem_bytes,
                     int optimizer_bytes) {
   const double psi = static_cast<double>(layer.params) * layer.repeat;
-  const double b = static_cast<double>(lay.micro_batch);
-  Memory mem;
-  // Activations: each instance's output is kept for the backward pass (inner
-  // activations of a block are recomputed: checkpointing at layer boundaries).
-  double act = b * static_cast<double>(layer.act_out) * layer.repeat * elem_bytes;
   switch (choice.strategy) {
     case Strategy::fc_split:
-      mem = model_state_memory(psi / lay.dp, 0, 1, elem_bytes, optimizer_bytes);
-      // The gathered input of the whole micro-batch is needed again for the
-      // weight gradient.
-      act += b * lay.dp * static_cast<double>(layer.act_in) * layer.repeat * elem_bytes;
-      break;
+      return model_state_memory(psi / lay.dp, 0, 1, elem_bytes, optimizer_bytes);
     case Strategy::tensor_parallel:
-      mem =
-          model_state_memory(psi / lay.tp, choice.zero_stage, lay.dp, elem_bytes, optimizer_bytes);
-      break;
+      return model_state_memory(psi / lay.tp, choice.zero_stage, lay.dp, elem_bytes,
+                                optimizer_bytes);
     default:
-      mem = model_state_memory(psi, choice.zero_stage, lay.dp, elem_bytes, optimizer_bytes);
-      break;
+      return model_state_memory(psi, choice.zero_stage, lay.dp, elem_bytes, optimizer_bytes);
   }
-  mem.activations = act;
-  return mem;
 }
 
 namespace {
@@ -318,6 +412,24 @@ struct Candidate {
   Choice choice;
   double time = 0;
   std::vector<CollectiveUse> uses;
+  LayerCompute compute;
+};
+
+// Per stage, per micro-batch: what one rank of the stage does.
+struct StageWork {
+  double fwd = 0, bwd = 0, accumulate = 0;  // kernels
+  double tp_fwd = 0, tp_bwd = 0;            // tensor-parallel collectives
+  double tp_gemm = 0;                       // GEMM time the TP collectives can hide behind
+  double fc = 0;                            // fc_split's activation collectives (exposed)
+  double zero_fwd = 0, zero_bwd = 0;        // ZeRO-2/3 per micro-batch (overlappable)
+  double zero_fwd_messages = 0, zero_bwd_messages = 0;
+  double grads = 0;  // step: gradient reduction
+  std::int64_t grad_messages = 0;
+  double params = 0;  // step: parameter all_gather
+  std::int64_t param_messages = 0;
+  double owned = 0, local = 0;  // parameters whose optimizer state / weights this rank holds
+  Memory memory;
+  double work = 0;  // the largest transient working set
 };
 
 class Planner {
@@ -327,25 +439,89 @@ class Planner {
         opts_(opts),
         elem_(size_of(opts.dtype)),
         opt_bytes_(optimizer_bytes_for(opts.dtype)),
-        cost_(topology, opts.dtype, opts.sim, opts.nccl, opts.nccl_version) {}
+        cost_(topology, opts.dtype, opts.sim, opts.nccl, opts.nccl_version, opts.jobs) {
+    cm_.device = opts.device;
+    cm_.dtype = opts.dtype;
+    cm_.flat_tflops = opts.device_tflops > 0 ? opts.device_tflops : (opts.device ? 0.0 : 400.0);
+    const double reserve =
+        opts.memory_reserve >= 0 ? opts.memory_reserve : default_memory_reserve(opts.device_memory);
+    usable_ = opts.device_memory - reserve;
+    // The repeated layer pipelines cut evenly (Megatron's transformer layers).
+    for (std::size_t i = 0; i < model_.layers.size(); ++i)
+      if (model_.layers[i].repeat > 1 &&
+          (main_ < 0 || model_.layers[i].repeat * model_.layers[i].params >
+                            model_.layers[static_cast<std::size_t>(main_)].repeat *
+                                model_.layers[static_cast<std::size_t>(main_)].params))
+        main_ = static_cast<int>(i);
+    for (std::size_t i = 0; i < model_.layers.size(); ++i) {
+      const Layer& l = model_.layers[i];
+      if (l.kind == LayerKind::embedding) embed_ = static_cast<int>(i);
+      if (is_tied(l)) tied_head_ = static_cast<int>(i);
+      // Tokens per sample: the embedding's, else a block's sequence.
+      if (tokens_ == 0 && l.kind == LayerKind::embedding) tokens_ = l.act_in;
+      if (tokens_ == 0 && supports_tensor_parallel(l.kind) && l.shape.is_object())
+        tokens_ = l.shape.value("seq", std::int64_t{0});
+    }
+  }
 
-  std::vector<Candidate> candidates(const Layer& layer, const Layout& lay) {
-    std::vector<Choice> choices;
-    if (lay.tp > 1 && supports_tensor_parallel(layer.kind)) {
-      for (int z = 0; z <= (lay.dp > 1 ? 3 : 0); ++z)
-        choices.push_back({Strategy::tensor_parallel, z});
+  double usable() const { return usable_; }
+  std::int64_t tokens_per_sample() const { return tokens_; }
+
+  double bucket_bytes(const Layout& lay) const {
+    const double b = opts_.step.bucket_bytes;
+    if (b < 0) return 0;  // one message
+    if (b > 0) return b;
+    return std::max(40e6, 1e6 * lay.dp) * elem_;
+  }
+
+  const LayerCompute& compute_of(std::size_t i, const Layout& lay, const Choice& c) {
+    ComputeSetup st;
+    st.tp = lay.tp;
+    st.split = c.strategy == Strategy::tensor_parallel;
+    st.sequence_parallel = lay.sequence_parallel;
+    st.micro_batch = lay.micro_batch;
+    st.fc_split = c.strategy == Strategy::fc_split ? lay.dp : 0;
+    st.recompute = lay.recompute;
+    st.attention = opts_.step.attention;
+    st.fused_grad_accumulation = opts_.step.fused_grad_accumulation;
+    const auto key = std::make_tuple(i, st.split ? st.tp : 1, st.sequence_parallel && st.split,
+                                     st.micro_batch, st.fc_split, st.recompute);
+    auto it = compute_cache_.find(key);
+    if (it != compute_cache_.end()) return it->second;
+    return compute_cache_.emplace(key, layer_compute(model_.layers[i], cm_, st)).first->second;
+  }
+
+  std::vector<Choice> choices(const Layer& layer, const Layout& lay) const {
+    std::vector<Choice> out;
+    if (lay.tp > 1 && splits_over_tp(layer)) {
+      for (int z = 0; z <= (lay.dp > 1 && layer.params > 0 ? 3 : 0); ++z)
+        out.push_back({Strategy::tensor_parallel, z});
     } else {
-      choices.push_back({Strategy::dp, 0});
-      if (lay.dp > 1) {
-        choices.push_back({Strategy::zero1, 1});
-        choices.push_back({Strategy::zero2, 2});
-        choices.push_back({Strategy::zero3, 3});
-        if (layer.kind == LayerKind::linear) choices.push_back({Strategy::fc_split, 0});
+      out.push_back({Strategy::dp, 0});
+      if (lay.dp > 1 && layer.params > 0) {
+        out.push_back({Strategy::zero1, 1});
+        out.push_back({Strategy::zero2, 2});
+        out.push_back({Strategy::zero3, 3});
+        if (layer.kind == LayerKind::linear && !is_head(layer))
+          out.push_back({Strategy::fc_split, 0});
       }
     }
+    return out;
+  }
+
+  std::vector<Candidate> candidates(std::size_t i, const Layout& lay) {
+    const Layer& layer = model_.layers[i];
     std::vector<Candidate> out;
-    for (const Choice& c : choices) {
-      Candidate cand{c, 0, layer_collectives(layer, c, lay, elem_)};
+    std::vector<CommKey> keys;
+    for (const Choice& c : choices(layer, lay)) {
+      Candidate cand{c, 0, layer_collectives(layer, c, lay, elem_, bucket_bytes(lay)),
+                     compute_of(i, lay, c)};
+      for (const CollectiveUse& u : cand.uses)
+        keys.emplace_back(u.collective, u.bytes, 0, u.stride, u.group_size);
+      out.push_back(std::move(cand));
+    }
+    cost_.prefetch(keys);
+    for (Candidate& cand : out)
       for (CollectiveUse& u : cand.uses) {
         // The representative group: stage 0, first member rank 0.
         const auto [t, algo] = cost_.best(u.collective, u.bytes, 0, u.stride, u.group_size);
@@ -353,17 +529,24 @@ class Planner {
         u.algorithm = algo;
         cand.time += t * static_cast<double>(u.count);
       }
-      out.push_back(std::move(cand));
-    }
     return out;
   }
 
-  // Stages of a pipeline: instances (repeats expanded) cut into pp
-  // contiguous runs of about equal parameter count.
+  // Stages of a pipeline: result[stage][layer] = instances of that layer in
+  // the stage. Megatron's cut: the repeated layer (the transformer blocks)
+  // split evenly, the layers before it on the first stage, after it on the
+  // last; a model without one is cut by parameter count.
   std::vector<std::vector<std::int64_t>> stage_instances(int pp) const {
-    // result[stage][layer] = instances of that layer in the stage
     std::vector<std::vector<std::int64_t>> st(pp, std::vector<std::int64_t>(model_.layers.size()));
-    const double total = static_cast<double>(model_.total_params());
+    if (main_ >= 0 && model_.layers[static_cast<std::size_t>(main_)].repeat >= pp) {
+      const auto mi = static_cast<std::size_t>(main_);
+      const std::int64_t r = model_.layers[mi].repeat;
+      for (int s = 0; s < pp; ++s) st[s][mi] = r / pp + (s < r % pp ? 1 : 0);
+      for (std::size_t i = 0; i < model_.layers.size(); ++i)
+        if (i != mi) st[i < mi ? 0 : pp - 1][i] = model_.layers[i].repeat;
+      return st;
+    }
+    const double total = std::max(1.0, static_cast<double>(model_.total_params()));
     double seen = 0;
     for (std::size_t i = 0; i < model_.layers.size(); ++i) {
       const Layer& l = model_.layers[i];
@@ -378,54 +561,223 @@ class Planner {
     return st;
   }
 
+  // Of `comm` seconds of k equal messages that each start when a 1/k of
+  // `compute` has made their data (gradient buckets in the backward) or run
+  // ahead of the compute that needs them (parameter gathers), what is not
+  // hidden: one message at least (the last bucket, the first gather), and
+  // all that the compute cannot cover.
+  static double exposed_behind(double comm, double compute, double k) {
+    if (!(k >= 1) || comm <= 0) return comm;
+    return std::max(comm / k, comm - compute + compute / k);
+  }
+
+  // Micro-batches whose activations a stage holds at once: 1F1B keeps p - s
+  // on stage s; the interleaved schedule warms up with 2 (p - s - 1) + (v -
+  // 1) p + 1 chunks of 1/v of the stage (Megatron-LM's schedules.py).
+  static double in_flight(const Layout& lay, int s) {
+    const double m = static_cast<double>(lay.micro_batches);
+    const double p = lay.pp;
+    const double v = lay.virtual_stages;
+    if (lay.pp == 1) return 1;
+    if (v <= 1) return std::min(m, p - s);
+    return std::min(m, (2 * (p - s - 1) + (v - 1) * p + 1) / v);
+  }
+
+  // The step of a plan whose layers have their choices (docs/PLANNER.md,
+  // "The training step").
   void evaluate(Plan& plan, const std::vector<std::vector<std::int64_t>>& stages) {
     const Layout& lay = plan.layout;
-    plan.time = 0;
-    plan.memory = Memory{};
-    std::vector<double> stage_time(lay.pp, 0.0);
-    std::vector<Memory> stage_mem(lay.pp);
-    // 1F1B keeps up to pp micro-batches in flight on the first stage.
-    const double in_flight = static_cast<double>(std::min<std::int64_t>(lay.pp, lay.micro_batches));
+    const int p = lay.pp;
+    const double m = static_cast<double>(lay.micro_batches);
+    const double v = lay.virtual_stages;
+    const StepOptions& so = opts_.step;
+    std::vector<StageWork> w(p);
     for (std::size_t i = 0; i < plan.layers.size(); ++i) {
       const LayerPlan& lp = plan.layers[i];
-      const double per_instance_time = lp.time / static_cast<double>(lp.repeat);
-      for (int s = 0; s < lay.pp; ++s) {
+      const Layer& l = model_.layers[i];
+      const double rep = static_cast<double>(lp.repeat);
+      // Per instance: per micro-batch, and per step.
+      double tp_f = 0, tp_b = 0, fc = 0, z_f = 0, z_b = 0, grads = 0, params = 0;
+      double grad_msgs = 0, param_msgs = 0, z_f_msgs = 0, z_b_msgs = 0;
+      for (const CollectiveUse& u : lp.collectives) {
+        const double per_inst = u.time * static_cast<double>(u.count) / rep;
+        const bool backward = u.phase == "backward" || u.phase == "recompute";
+        if (u.group == GroupKind::tensor_parallel) {
+          (backward ? tp_b : tp_f) += per_inst / m;
+        } else if (u.phase == "step") {
+          if (u.collective == Collective::all_gather) {
+            params += per_inst;
+            param_msgs += static_cast<double>(u.count) / rep;
+          } else {
+            grads += per_inst;
+            grad_msgs += static_cast<double>(u.count) / rep;
+          }
+        } else if (lp.choice.strategy == Strategy::fc_split) {
+          fc += per_inst / m;
+        } else {
+          (backward ? z_b : z_f) += per_inst / m;
+          (backward ? z_b_msgs : z_f_msgs) += static_cast<double>(u.count) / rep / m;
+        }
+      }
+      const LayerCompute& c = lp.compute;
+      const double frac = 1.0 / rep;
+      for (int s = 0; s < p; ++s) {
         const double n = static_cast<double>(stages[s][i]);
         if (n == 0) continue;
-        const double f = n / static_cast<double>(lp.repeat);
-        stage_time[s] += per_instance_time * n;
-        Memory m = lp.memory;
-        m.params *= f;
-        m.grads *= f;
-        m.optimizer *= f;
-        m.activations *= f * in_flight;
-        stage_mem[s] += m;
+        StageWork& sw = w[s];
+        sw.fwd += n * c.fwd;
+        sw.bwd += n * (c.bwd + c.recompute);
+        sw.accumulate += n * c.grad_accumulation * (m - 1) / m;
+        sw.tp_fwd += n * tp_f;
+        sw.tp_bwd += n * tp_b;
+        sw.tp_gemm += n * c.gemm;
+        sw.fc += n * fc;
+        sw.zero_fwd += n * z_f;
+        sw.zero_bwd += n * z_b;
+        sw.zero_fwd_messages += n * z_f_msgs;
+        sw.zero_bwd_messages += n * z_b_msgs;
+        sw.grads += n * grads;
+        sw.grad_messages += static_cast<std::int64_t>(std::llround(n * grad_msgs));
+        sw.params += n * params;
+        sw.param_messages += static_cast<std::int64_t>(std::llround(n * param_msgs));
+        const double t = lp.choice.strategy == Strategy::tensor_parallel ? lay.tp : 1;
+        const double psi = static_cast<double>(l.params) * n / t;
+        const double dpd = lp.choice.strategy == Strategy::fc_split ? lay.dp : 1;
+        sw.owned += psi / dpd / (lp.choice.zero_stage >= 1 ? lay.dp : 1);
+        sw.local += psi / dpd;
+        Memory mem = lp.memory;
+        mem.params *= n * frac;
+        mem.grads *= n * frac;
+        mem.optimizer *= n * frac;
+        mem.activations = n * c.act_bytes * in_flight(lay, s);
+        sw.memory += mem;
+        sw.work = std::max(sw.work, c.work_bytes);
       }
     }
-    int worst = 0;
-    for (int s = 0; s < lay.pp; ++s) {
-      plan.time = std::max(plan.time, stage_time[s]);
-      if (stage_mem[s].total() > stage_mem[worst].total()) worst = s;
+    // Megatron keeps a copy of tied word embeddings on the last stage,
+    // updated like a layer and summed with the first stage's every step.
+    double tied_sync = 0;
+    if (p > 1 && tied_head_ >= 0 && embed_ >= 0) {
+      const Layer& h = model_.layers[static_cast<std::size_t>(tied_head_)];
+      const double t =
+          plan.layers[static_cast<std::size_t>(embed_)].choice.strategy == Strategy::tensor_parallel
+              ? lay.tp
+              : 1;
+      const double psi = static_cast<double>(h.in_features * h.out_features) / t;
+      const Choice& ec = plan.layers[static_cast<std::size_t>(embed_)].choice;
+      w[p - 1].memory += model_state_memory(psi, ec.zero_stage, lay.dp, elem_, opt_bytes_);
+      w[p - 1].owned += psi / (ec.zero_stage >= 1 ? lay.dp : 1);
+      w[p - 1].local += psi;
+      const auto bytes = static_cast<std::int64_t>(psi * elem_);
+      tied_sync = cost_.best(Collective::all_reduce, bytes, 0, (p - 1) * lay.dp * lay.tp, 2).first;
     }
-    plan.memory = stage_mem[worst];
-    for (const CollectiveUse& u : plan.pipeline) plan.time += u.time * static_cast<double>(u.count);
-    plan.comm_time = plan.time;
-    // Forward + backward = 3 x forward FLOPs for the rank's samples, split
-    // over its tensor-parallel group and pipeline stages.
-    // A layer that is not split by tensor parallelism is computed whole by
-    // every rank of its tensor-parallel group.
-    double flops = 0;
+    // Pipeline sends per micro-batch and stage: forward activation out,
+    // backward gradient in (both directions at once), v times with v chunks.
+    double p2p = 0;
+    for (const CollectiveUse& u : plan.pipeline) p2p += u.time * static_cast<double>(u.count);
+    p2p /= m;
+    // Per stage and micro-batch; the critical stage sets the pace.
+    std::vector<double> t(p);
+    int crit = 0;
+    double sum = 0;
+    std::vector<double> tp_exp(p), z_exp(p), tp_hid(p), z_hid(p);
+    for (int s = 0; s < p; ++s) {
+      StageWork& sw = w[s];
+      const double tp = sw.tp_fwd + sw.tp_bwd;
+      tp_exp[s] = so.overlap_tp ? std::max(0.0, tp - sw.tp_gemm) : tp;
+      tp_hid[s] = tp - tp_exp[s];
+      // ZeRO-2/3's collectives run beside the compute of the same pass
+      // (DeepSpeed's prefetch), each pass's first gather (or last
+      // reduce_scatter) with nothing to hide behind.
+      // --overlap without param (grad) leaves the forward's (backward's) exposed.
+      z_exp[s] =
+          (so.overlap_param_gather ? exposed_behind(sw.zero_fwd, sw.fwd, sw.zero_fwd_messages)
+                                   : sw.zero_fwd) +
+          (so.overlap_grad_reduce ? exposed_behind(sw.zero_bwd, sw.bwd, sw.zero_bwd_messages)
+                                  : sw.zero_bwd);
+      z_hid[s] = sw.zero_fwd + sw.zero_bwd - z_exp[s];
+      t[s] = sw.fwd + sw.bwd + sw.accumulate + tp_exp[s] + sw.fc + z_exp[s] +
+             (so.overlap_p2p ? 0.0 : p2p);
+      sum += t[s];
+      if (t[s] > t[crit]) crit = s;
+    }
+    const StageWork& cw = w[crit];
+    StepBreakdown b;
+    b.compute = m * (cw.fwd + cw.bwd + cw.accumulate);
+    b.tp = m * tp_exp[crit];
+    b.hidden_tp = m * tp_hid[crit];
+    b.dp = m * (cw.fc + z_exp[crit]);
+    b.hidden_dp = m * z_hid[crit];
+    b.pp = so.overlap_p2p ? 0.0 : m * p2p;
+    b.hidden_pp = so.overlap_p2p ? m * p2p : 0.0;
+    b.bubble = p > 1 ? (sum - t[crit]) / v : 0.0;
+    // After the last backward: each stage reduces its gradients (in buckets
+    // during its last micro-batch's backward when they overlap), updates
+    // its parameters and gathers them back (behind the next step's first
+    // forward when that overlaps). Stage s finishes its last backward s
+    // chunk-backwards before stage 0.
+    const double chunk_bwd = (cw.bwd + cw.tp_bwd) / v;
+    double grads_exp = 0, params_exp = 0, grads_hid = 0, opt = 0;
+    for (int s = 0; s < p; ++s) {
+      const StageWork& sw = w[s];
+      double q = sw.grads;
+      if (so.overlap_grad_reduce)
+        q = exposed_behind(sw.grads, sw.bwd + sw.tp_bwd, static_cast<double>(sw.grad_messages));
+      const double g_exp = std::max(0.0, q - s * chunk_bwd);
+      if (g_exp >= grads_exp) {
+        grads_exp = g_exp;
+        grads_hid = sw.grads - g_exp;
+      }
+      double a = sw.params;
+      if (so.overlap_param_gather)
+        a = exposed_behind(sw.params, sw.fwd, static_cast<double>(sw.param_messages));
+      params_exp = std::max(params_exp, a);
+      // The optimizer (Megatron-LM's mixed-precision Adam, megatron/optimizer):
+      // per parameter it owns, copy the 16-bit gradient to fp32 (e + 4
+      // bytes), unscale and check it (fp16 only, 8), its norm (4), Adam
+      // (read weight, gradient, two moments: 16; write three: 12), the
+      // 16-bit weight back (4 + e); per local parameter, zero the gradient
+      // (e). fp32 training: Adam in place, 28 + 4.
+      const double per =
+          elem_ >= 4 ? 32.0 : 2.0 * elem_ + 40 + (opts_.dtype == DataType::half ? 8 : 0);
+      opt = std::max(opt, memory_seconds(cm_, per * sw.owned + elem_ * sw.local));
+    }
+    b.dp += grads_exp + params_exp;
+    b.hidden_dp += grads_hid;
+    b.pp += tied_sync;
+    b.optimizer = opt;
+    plan.step = b;
+    plan.comm_time = b.comm();
+    plan.bubble_time = b.bubble;
+    plan.compute_time = b.compute + b.optimizer;
+    plan.time = b.total() - b.compute;
+    // Memory: the fullest stage, with its transient working set.
+    int worst = 0;
+    for (int s = 0; s < p; ++s) {
+      w[s].memory.activations += w[s].work;
+      if (w[s].memory.total() > w[worst].memory.total()) worst = s;
+    }
+    plan.memory = w[worst].memory;
+    plan.fits = plan.memory.total() <= usable_;
+    // FLOPs of the step, all ranks.
+    double model_flops = 0, extra = 0;
+    const double batch = static_cast<double>(opts_.batch);
     for (std::size_t i = 0; i < model_.layers.size(); ++i) {
       const Layer& l = model_.layers[i];
-      const bool split =
-          i < plan.layers.size() && plan.layers[i].choice.strategy == Strategy::tensor_parallel;
-      flops += static_cast<double>(l.flops) * static_cast<double>(l.repeat) / (split ? lay.tp : 1);
+      const double f = static_cast<double>(l.flops) * static_cast<double>(l.repeat) * batch;
+      model_flops += 3 * f;
+      if (supports_tensor_parallel(l.kind)) {
+        if (lay.recompute == Recompute::full) {
+          extra += f;
+        } else if (lay.recompute == Recompute::selective && l.kind != LayerKind::mlp) {
+          const double h = static_cast<double>(l.shape.value("hidden", std::int64_t{0}));
+          const double sq = static_cast<double>(l.shape.value("seq", std::int64_t{0}));
+          extra += 4 * sq * sq * h * static_cast<double>(l.repeat) * batch;
+        }
+      }
     }
-    plan.compute_time = 3 * flops * static_cast<double>(lay.micro_batch * lay.micro_batches) /
-                        lay.pp / (opts_.device_tflops * 1e12);
-    plan.bubble_time = plan.bubble * plan.compute_time;
-    plan.time += plan.bubble_time;
-    plan.fits = plan.memory.total() <= opts_.device_memory - opts_.memory_reserve;
+    plan.model_flops = model_flops;
+    plan.hardware_flops = model_flops + extra;
   }
 
   void set_choice(Plan& plan, std::size_t i, const Candidate& c) {
@@ -433,38 +785,54 @@ class Planner {
     lp.choice = c.choice;
     lp.collectives = c.uses;
     lp.time = c.time;
+    lp.compute = c.compute;
     lp.memory = layer_memory(model_.layers[i], c.choice, plan.layout, elem_, opt_bytes_);
   }
 
-  // Cheapest choice per layer, then (if memory is short) greedy moves to
-  // choices that save the most memory per second of added communication.
-  std::pair<Plan, Plan> plan_layout(const Layout& lay) {
-    Plan plan;
-    plan.layout = lay;
-    plan.bubble = lay.pp > 1 ? static_cast<double>(lay.pp - 1) / lay.micro_batches : 0.0;
-    const auto stages = stage_instances(lay.pp);
-    if (lay.pp > 1) {
-      // Stage boundaries: forward activation and backward gradient per
-      // micro-batch, b x (elements leaving the boundary layer) each.
-      std::int64_t boundary = 0;
-      for (int s = 0; s + 1 < lay.pp; ++s)
-        for (std::size_t i = 0; i < model_.layers.size(); ++i)
-          if (stages[s][i] > 0) boundary = std::max(boundary, model_.layers[i].act_out);
-      const std::int64_t bytes = lay.micro_batch * boundary * elem_;
-      const int stride = lay.dp * lay.tp;
-      const auto [t, algo] = cost_.best(Collective::broadcast, bytes, 0, stride, 2);
-      for (const char* phase : {"forward", "backward"}) {
-        CollectiveUse u = use(Collective::broadcast, GroupKind::pipeline, 2, stride, bytes,
-                              lay.micro_batches, phase);
-        u.time = t;
-        u.algorithm = algo;
-        plan.pipeline.push_back(u);
+  // Stage-to-stage sends: one micro-batch's activation leaving stage 0's
+  // last layer (and its gradient back), from each tp rank its 1/tp share
+  // over its own NIC; without sequence parallelism the shares are then
+  // all_gathered inside the node (Megatron's scatter/gather). v chunks send
+  // v times.
+  std::vector<CollectiveUse> pipeline_uses(const Layout& lay,
+                                           const std::vector<std::vector<std::int64_t>>& stages) {
+    std::vector<CollectiveUse> out;
+    if (lay.pp <= 1) return out;
+    std::int64_t boundary = 0;
+    for (std::size_t i = 0; i < model_.layers.size(); ++i)
+      if (stages[0][i] > 0) boundary = std::max(boundary, model_.layers[i].act_out);
+    const std::int64_t bytes = lay.micro_batch * boundary * elem_;
+    const std::int64_t share = bytes / lay.tp;
+    const int stride = lay.dp * lay.tp;
+    const std::int64_t count = lay.micro_batches * lay.virtual_stages;
+    std::vector<CommKey> keys{{Collective::broadcast, share, 0, stride, 2}};
+    const bool gather = lay.tp > 1 && !lay.sequence_parallel;
+    if (gather) keys.emplace_back(Collective::all_gather, bytes, 0, 1, lay.tp);
+    cost_.prefetch(keys);
+    for (const char* phase : {"forward", "backward"}) {
+      CollectiveUse u =
+          use(Collective::broadcast, GroupKind::pipeline, 2, stride, share, count, phase);
+      std::tie(u.time, u.algorithm) = cost_.best(Collective::broadcast, share, 0, stride, 2);
+      out.push_back(u);
+      if (gather) {
+        CollectiveUse g =
+            use(Collective::all_gather, GroupKind::tensor_parallel, lay.tp, 1, bytes, count, phase);
+        std::tie(g.time, g.algorithm) = cost_.best(Collective::all_gather, bytes, 0, 1, lay.tp);
+        out.push_back(g);
       }
     }
-    std::vector<std::vector<Candidate>> cands;
+    return out;
+  }
+
+  Plan new_plan(const Layout& lay, const std::vector<std::vector<std::int64_t>>& stages) {
+    Plan plan;
+    plan.layout = lay;
+    plan.bubble = lay.pp > 1 ? static_cast<double>(lay.pp - 1) /
+                                   static_cast<double>(lay.virtual_stages * lay.micro_batches)
+                             : 0.0;
+    plan.pipeline = pipeline_uses(lay, stages);
     for (std::size_t i = 0; i < model_.layers.size(); ++i) {
       const Layer& l = model_.layers[i];
-      cands.push_back(candidates(l, lay));
       LayerPlan lp;
       lp.name = l.name;
       lp.kind = l.kind;
@@ -477,19 +845,40 @@ class Planner {
           lp.last_stage = s;
         }
       plan.layers.push_back(lp);
-      // Cheapest; a choice within 1% of it that comes earlier (simpler, less
-      // traffic per micro-batch) wins, so equal-volume ZeRO-1 never displaces
-      // plain data parallelism on noise alone.
-      const auto& cs = cands.back();
-      double best = std::numeric_limits<double>::infinity();
-      for (const Candidate& c : cs) best = std::min(best, c.time);
-      for (const Candidate& c : cs)
-        if (c.time <= best * 1.01 + 1e-12) {
-          set_choice(plan, i, c);
-          break;
-        }
+    }
+    return plan;
+  }
+
+  // Each layer's best choice for the step, then (if memory is short) greedy
+  // moves to choices that save the most memory per second of added time.
+  std::pair<Plan, Plan> plan_layout(const Layout& lay) {
+    const auto stages = stage_instances(lay.pp);
+    Plan plan = new_plan(lay, stages);
+    std::vector<std::vector<Candidate>> cands;
+    for (std::size_t i = 0; i < model_.layers.size(); ++i) {
+      cands.push_back(candidates(i, lay));
+      set_choice(plan, i, cands.back().front());
     }
     evaluate(plan, stages);
+    // Per layer, the choice with the shortest step; one within 1% of it
+    // that comes earlier (simpler, less traffic per micro-batch) wins, so
+    // equal-volume ZeRO-1 never displaces plain data parallelism on noise.
+    for (std::size_t i = 0; i < plan.layers.size(); ++i) {
+      std::vector<double> steps;
+      for (const Candidate& c : cands[i]) {
+        Plan trial = plan;
+        set_choice(trial, i, c);
+        evaluate(trial, stages);
+        steps.push_back(trial.step_time());
+      }
+      const double best = *std::min_element(steps.begin(), steps.end());
+      for (std::size_t k = 0; k < steps.size(); ++k)
+        if (steps[k] <= best * 1.01 + 1e-12) {
+          set_choice(plan, i, cands[i][k]);
+          break;
+        }
+      evaluate(plan, stages);
+    }
     Plan cheapest = plan;
     // Applies the one-layer change whose key is lowest (nullopt: not a
     // candidate); false when there is none.
@@ -519,9 +908,9 @@ class Planner {
     // (no added time) tie at 0 and the one saving most wins.
     while (!plan.fits && apply_best_move([&](const Plan& trial) {
       const double saved = plan.memory.total() - trial.memory.total();
-      return saved <= 0
-                 ? std::nullopt
-                 : std::optional(std::pair{std::max(0.0, trial.time - plan.time) / saved, -saved});
+      return saved <= 0 ? std::nullopt
+                        : std::optional(std::pair{
+                              std::max(0.0, trial.step_time() - plan.step_time()) / saved, -saved});
     })) {
     }
     // The greedy moves can overshoot: a cheap early move (a small layer to
@@ -529,11 +918,28 @@ class Planner {
     // room. Take back, the biggest saving of time first, every move whose
     // faster choice still fits.
     while (plan.fits && apply_best_move([&](const Plan& trial) {
-             const double gain = plan.time - trial.time;
+             const double gain = plan.step_time() - trial.step_time();
              return trial.fits && gain > 0 ? std::optional(std::pair{-gain, 0.0}) : std::nullopt;
            })) {
     }
     return {plan, cheapest};
+  }
+
+  // A lower bound of a layout's step and memory without simulating: every
+  // layer split as far as it can be, no communication; the memory of every
+  // layer at its smallest choice (ZeRO-3).
+  std::pair<double, double> bounds(const Layout& lay) {
+    const auto stages = stage_instances(lay.pp);
+    Plan plan = new_plan(lay, stages);
+    plan.pipeline.clear();
+    for (std::size_t i = 0; i < model_.layers.size(); ++i) {
+      const std::vector<Choice> cs = choices(model_.layers[i], lay);
+      const Choice& c = cs.back().strategy == Strategy::fc_split ? cs[cs.size() - 2] : cs.back();
+      Candidate cand{c, 0, {}, compute_of(i, lay, c)};
+      set_choice(plan, i, cand);
+    }
+    evaluate(plan, stages);
+    return {plan.step_time(), plan.memory.total()};
   }
 
   std::vector<std::int64_t> micro_batch_options(std::int64_t per_rank) const {
@@ -542,7 +948,7 @@ class Planner {
       return {opts_.micro_batch};
     }
     // The whole per-rank batch, and smaller powers-of-two micro-batches
-    // that trade activation memory for more per-micro-batch traffic.
+    // that trade activation memory for more micro-batches.
     std::vector<std::int64_t> out{per_rank};
     for (std::int64_t b = 1; b < per_rank; b *= 2)
       if (per_rank % b == 0) out.push_back(b);
@@ -555,16 +961,38 @@ class Planner {
   int data_parallel_degree(int tp, int pp, int dpn) const {
     const std::int64_t b = std::max<std::int64_t>(1, opts_.micro_batch);
     for (int d = opts_.ranks / (tp * pp); d >= 1; --d) {
-      if (opts_.batch % (d * b) != 0) continue;
+      if (opts_.batch % (static_cast<std::int64_t>(d) * b) != 0) continue;
       if (pp > 1 && (dpn <= 0 || (tp * d) % dpn != 0)) continue;
       return d;
     }
     return 0;
   }
 
+  // Virtual stages for `pp` stages and m micro-batches: 1, and every v > 1
+  // that divides each stage's blocks, when m is a multiple of pp (Megatron's
+  // interleaved schedule needs both).
+  std::vector<int> virtual_options(int pp, std::int64_t m) const {
+    std::vector<int> out{1};
+    if (pp <= 1 || main_ < 0 || m % pp != 0) return out;
+    const std::int64_t r = model_.layers[static_cast<std::size_t>(main_)].repeat;
+    if (r % pp != 0) return out;
+    const std::int64_t per = r / pp;
+    for (std::int64_t v = 2; v <= per; ++v)
+      if (per % v == 0) out.push_back(static_cast<int>(v));
+    return out;
+  }
+
+  bool has_blocks() const {
+    for (const Layer& l : model_.layers)
+      if (supports_tensor_parallel(l.kind)) return true;
+    return false;
+  }
+
   PlanResult run(const Topology& topology) {
     PlanResult res;
     res.optimizer_bytes = opt_bytes_;
+    res.usable_memory = usable_;
+    res.tokens_per_sample = tokens_;
     const int n = opts_.ranks;
     int dpn = opts_.devices_per_node;
     if (dpn > 0) {
@@ -594,34 +1022,93 @@ class Planner {
       for (int p = 2; p <= nodes; ++p)
         if (nodes % p == 0 && p <= instances) pps.push_back(p);
     }
+    if (!opts_.search) {
+      // --no-search: the given layout is the plan.
+      if (!opts_.user)
+        throw UsageError("--no-search: give the layout to price (--tp --pp --dp ...)");
+      res.plan = user_plan();
+      res.fits = res.plan.fits;
+      res.cheapest = res.plan;
+      res.layouts_priced = 1;
+      explain(res);
+      res.simulations = cost_.simulations();
+      return res;
+    }
+    std::vector<Recompute> rcs;
+    if (opts_.recompute)
+      rcs = {*opts_.recompute};
+    else if (has_blocks())
+      rcs = {Recompute::none, Recompute::selective, Recompute::full};
+    else
+      rcs = {Recompute::none};
 
     bool have_best = false;
     bool have_cheapest = false;
+    bool have_any = false;
     Plan best_fit, least_memory;
     bool have_simple = false;
     Plan best_simple;  // the fastest fitting plan without tensor or pipeline parallelism
-    auto consider = [&](int tp, int pp) {
-      const int d = data_parallel_degree(tp, pp, dpn);
-      if (d == 0) return;
-      const std::int64_t per_rank = opts_.batch / d;
-      for (std::int64_t b : micro_batch_options(per_rank)) {
-        Layout lay{tp, pp, d, b, per_rank / b};
-        auto [plan, cheapest] = plan_layout(lay);
+    double least_bound = std::numeric_limits<double>::infinity();
+    Layout least_layout;
+    // The layouts of these tp and pp degrees, cheapest bound first; a
+    // layout whose bound cannot beat the best plan so far is not priced.
+    auto consider_all = [&](const std::vector<std::pair<int, int>>& degrees) {
+      struct Cand {
+        double bound;
+        Layout lay;
+      };
+      std::vector<Cand> todo;
+      for (const auto& [tp, pp] : degrees) {
+        const int d = data_parallel_degree(tp, pp, dpn);
+        if (d == 0) continue;
+        const std::int64_t per_rank = opts_.batch / d;
+        for (std::int64_t b : micro_batch_options(per_rank))
+          for (int v : virtual_options(pp, per_rank / b))
+            for (Recompute rc : rcs) {
+              Layout lay{tp, pp, d, b, per_rank / b, v, rc, tp > 1};
+              const auto [time, memory] = bounds(lay);
+              have_any = true;
+              if (memory < least_bound) {
+                least_bound = memory;
+                least_layout = lay;
+              }
+              if (memory > usable_) continue;
+              todo.push_back({time, lay});
+            }
+      }
+      std::stable_sort(todo.begin(), todo.end(),
+                       [](const Cand& a, const Cand& b) { return a.bound < b.bound; });
+      std::size_t done = 0;
+      if (opts_.progress) opts_.progress->set_total(todo.size());
+      for (const Cand& c : todo) {
+        ++done;
+        const bool simple = c.lay.tp == 1 && c.lay.pp == 1;
+        const double bar = have_best ? best_fit.step_time() / (simple ? 1 - kLayoutMargin : 1)
+                                     : std::numeric_limits<double>::infinity();
+        if (c.bound >= bar) continue;
+        auto [plan, cheapest] = plan_layout(c.lay);
+        ++res.layouts_priced;
         if (!have_cheapest || cheapest.step_time() < res.cheapest.step_time())
           res.cheapest = cheapest;
-        if (plan.fits && (!have_best || plan.step_time() < best_fit.step_time())) best_fit = plan;
-        if (plan.fits && tp == 1 && pp == 1 &&
-            (!have_simple || plan.step_time() < best_simple.step_time())) {
+        have_cheapest = true;
+        if (plan.fits && (!have_best || plan.step_time() < best_fit.step_time())) {
+          best_fit = plan;
+          have_best = true;
+        }
+        if (plan.fits && simple && (!have_simple || plan.step_time() < best_simple.step_time())) {
           best_simple = plan;
           have_simple = true;
         }
-        if (!have_cheapest || plan.memory.total() < least_memory.memory.total())
+        if (least_memory.layers.empty() || plan.memory.total() < least_memory.memory.total())
           least_memory = plan;
-        have_best = have_best || plan.fits;
-        have_cheapest = true;
+        if (opts_.progress)
+          opts_.progress->update(done, std::to_string(res.layouts_priced) + " layouts priced, " +
+                                           std::to_string(cost_.simulations()) + " simulations");
       }
     };
-    for (int tp : tps) consider(tp, 1);
+    std::vector<std::pair<int, int>> flat;
+    for (int tp : tps) flat.emplace_back(tp, 1);
+    consider_all(flat);
     // Pipelining is for models that do not otherwise fit: when no plan fits
     // without ZeRO-3 sharding the weights themselves (whose gathers every
     // micro-batch cost what pipelining avoids). Pipeline plans then compete
@@ -630,17 +1117,26 @@ class Planner {
     if (have_best)
       for (const LayerPlan& lp : best_fit.layers)
         needs_zero3 = needs_zero3 || lp.choice.zero_stage == 3;
-    if (needs_zero3)
+    if (needs_zero3) {
+      std::vector<std::pair<int, int>> piped;
       for (int tp : tps)
-        for (int pp : pps) consider(tp, pp);
-    if (!have_cheapest)
+        for (int pp : pps) piped.emplace_back(tp, pp);
+      consider_all(piped);
+    }
+    if (!have_any)
       throw UsageError("--micro-batch " + std::to_string(opts_.micro_batch) +
                        " divides no per-rank batch of --batch " + std::to_string(opts_.batch) +
                        " over up to " + std::to_string(n) + " data-parallel ranks");
+    if (!have_cheapest) {
+      // Nothing fits even at its least memory: price the smallest layout.
+      auto [plan, cheapest] = plan_layout(least_layout);
+      ++res.layouts_priced;
+      res.cheapest = cheapest;
+      least_memory = plan;
+    }
     // Tensor and pipeline parallelism only where they are needed to fit or
-    // clearly lower the step time: the model prices them optimistically
-    // (compute split perfectly, no pipeline flush), so a gain within
-    // kLayoutMargin of plain data parallelism is not worth their complexity.
+    // clearly lower the step time: a gain within kLayoutMargin of plain
+    // data parallelism is not worth their complexity.
     if (have_simple && best_fit.step_time() > best_simple.step_time() * (1 - kLayoutMargin))
       best_fit = best_simple;
     if (!have_best && dpn == 0)
@@ -660,9 +1156,10 @@ class Planner {
     return res;
   }
 
-  // Every layer the same strategy, tp = pp = 1, on the data-parallel degree
-  // such plans use, with the chosen plan's micro-batch (or the largest
-  // divisor of the per-rank batch below it), so rows and plan compare.
+  // Every layer with the same strategy, tp = pp = 1, on the data-parallel
+  // degree such plans use, with the chosen plan's micro-batch (or the largest
+  // divisor of the per-rank batch below it) and recomputation, so rows and
+  // plan compare.
   void uniform(PlanResult& res) {
     const char* names[] = {"dp", "zero1", "zero2", "zero3"};
     const int d = data_parallel_degree(1, 1, res.devices_per_node);
@@ -673,26 +1170,20 @@ class Planner {
         const std::int64_t per_rank = opts_.batch / d;
         std::int64_t b = std::min(res.plan.layout.micro_batch, per_rank);
         while (per_rank % b != 0) --b;
-        Plan plan;
-        plan.layout = Layout{1, 1, d, b, per_rank / b};
+        const Layout lay{1, 1, d, b, per_rank / b, 1, res.plan.layout.recompute, false};
+        const auto stages = stage_instances(1);
+        Plan plan = new_plan(lay, stages);
         const Choice c{static_cast<Strategy>(z), z};
-        for (const Layer& l : model_.layers) {
-          LayerPlan lp;
-          lp.repeat = l.repeat;
-          lp.params = l.params * l.repeat;
-          for (Candidate& cand : candidates(l, plan.layout))
-            if (cand.choice == c || d == 1) {
-              lp.choice = cand.choice;
-              lp.time = cand.time;
-              lp.memory = layer_memory(l, cand.choice, plan.layout, elem_, opt_bytes_);
+        for (std::size_t i = 0; i < model_.layers.size(); ++i)
+          for (Candidate& cand : candidates(i, lay))
+            if (cand.choice == c || d == 1 || model_.layers[i].params == 0) {
+              set_choice(plan, i, cand);
               break;
             }
-          plan.layers.push_back(lp);
-        }
-        evaluate(plan, stage_instances(1));
+        evaluate(plan, stages);
         alt.valid = true;
         alt.layout = plan.layout;
-        alt.time = plan.time;
+        alt.time = plan.comm_time;
         alt.step_time = plan.step_time();
         alt.memory = plan.memory;
         alt.fits = plan.fits;
@@ -706,26 +1197,30 @@ class Planner {
   void rows_per_rank(Plan& plan) const {
     const Layout& lay = plan.layout;
     const auto stages = stage_instances(lay.pp);
-    const double in_flight = static_cast<double>(std::min<std::int64_t>(lay.pp, lay.micro_batches));
     for (std::size_t i = 0; i < plan.layers.size(); ++i) {
       LayerPlan& lp = plan.layers[i];
       std::int64_t k = 0;
-      for (int s = 0; s < lay.pp; ++s) k = std::max(k, stages[s][i]);
+      int at = 0;
+      for (int s = 0; s < lay.pp; ++s)
+        if (stages[s][i] > k) {
+          k = stages[s][i];
+          at = s;
+        }
       lp.instances_per_rank = k;
-      if (lay.pp == 1) continue;
       const double f = static_cast<double>(k) / static_cast<double>(lp.repeat);
+      lp.memory.activations = static_cast<double>(k) * lp.compute.act_bytes * in_flight(lay, at);
+      if (lay.pp == 1) continue;
       lp.time *= f;
       lp.memory.params *= f;
       lp.memory.grads *= f;
       lp.memory.optimizer *= f;
-      lp.memory.activations *= f * in_flight;
       for (CollectiveUse& u : lp.collectives) u.count = u.count / lp.repeat * k;
     }
   }
 
-  // --tp --pp --dp --zero --micro-batch: the user's layout priced as given,
-  // and what separates it from the planner's choice.
-  void price_user(PlanResult& res) {
+  // --tp --pp --dp --zero --micro-batch --virtual-stages --recompute
+  // --sequence-parallel: the user's layout priced as given.
+  Plan user_plan() {
     const UserLayout& u = *opts_.user;
     const int n = opts_.ranks;
     auto flags = [&] {
@@ -760,31 +1255,62 @@ class Planner {
       throw UsageError("--micro-batch " + std::to_string(b) + ": does not divide the " +
                        std::to_string(per_rank) + " samples per data-parallel rank (--batch " +
                        std::to_string(opts_.batch) + " / --dp " + std::to_string(d) + ")");
-    const Layout lay{u.tp, u.pp, d, b, per_rank / b};
+    const std::int64_t m = per_rank / b;
+    if (u.virtual_stages > 1) {
+      if (u.pp <= 1)
+        throw UsageError("--virtual-stages " + std::to_string(u.virtual_stages) +
+                         ": interleaving needs pipeline stages (--pp > 1)");
+      const std::int64_t r = main_ >= 0 ? model_.layers[static_cast<std::size_t>(main_)].repeat : 0;
+      if (r % (static_cast<std::int64_t>(u.pp) * u.virtual_stages) != 0)
+        throw UsageError("--virtual-stages " + std::to_string(u.virtual_stages) + ": the " +
+                         std::to_string(r) + " repeated layers do not split into --pp " +
+                         std::to_string(u.pp) + " x " + std::to_string(u.virtual_stages) +
+                         " equal chunks");
+      if (m % u.pp != 0)
+        throw UsageError("--virtual-stages " + std::to_string(u.virtual_stages) +
+                         ": the interleaved schedule needs the " + std::to_string(m) +
+                         " micro-batches per step to be a multiple of --pp " +
+                         std::to_string(u.pp));
+    }
+    const Layout lay{
+        u.tp, u.pp, d, b, m, u.virtual_stages, u.recompute, u.sequence_parallel && u.tp > 1};
     const int z = d > 1 ? u.zero : 0;
-    Plan plan = plan_layout(lay).second;  // for the stage sends and the layer rows
+    const auto stages = stage_instances(lay.pp);
+    Plan plan = new_plan(lay, stages);
     for (std::size_t i = 0; i < model_.layers.size(); ++i) {
       const Layer& l = model_.layers[i];
       Choice c{static_cast<Strategy>(z), z};
-      if (lay.tp > 1 && supports_tensor_parallel(l.kind)) c = {Strategy::tensor_parallel, z};
-      Candidate cand{c, 0, layer_collectives(l, c, lay, elem_)};
-      for (CollectiveUse& use : cand.uses) {
-        const auto [t, algo] = cost_.best(use.collective, use.bytes, 0, use.stride, use.group_size);
-        use.time = t;
-        use.algorithm = algo;
-        cand.time += t * static_cast<double>(use.count);
+      if (lay.tp > 1 && splits_over_tp(l)) c = {Strategy::tensor_parallel, z};
+      Candidate cand{c, 0, layer_collectives(l, c, lay, elem_, bucket_bytes(lay)),
+                     compute_of(i, lay, c)};
+      std::vector<CommKey> keys;
+      for (const CollectiveUse& x : cand.uses)
+        keys.emplace_back(x.collective, x.bytes, 0, x.stride, x.group_size);
+      cost_.prefetch(keys);
+      for (CollectiveUse& x : cand.uses) {
+        const auto [t, algo] = cost_.best(x.collective, x.bytes, 0, x.stride, x.group_size);
+        x.time = t;
+        x.algorithm = algo;
+        cand.time += t * static_cast<double>(x.count);
       }
       set_choice(plan, i, cand);
       plan.layers[i].reason = "as given";
     }
-    evaluate(plan, stage_instances(lay.pp));
+    evaluate(plan, stages);
     rows_per_rank(plan);
+    return plan;
+  }
 
+  // The user's layout beside the planner's choice, and what separates them.
+  void price_user(PlanResult& res) {
+    Plan plan = user_plan();
+    const Layout& lay = plan.layout;
+    const int n = opts_.ranks;
     // The difference, component by component, then per layer.
     const Plan& best = res.plan;
     std::vector<std::string>& out = res.user_diff;
     const double dt = plan.step_time() - best.step_time();
-    char buf[256];
+    char buf[512];
     std::snprintf(buf, sizeof buf, "%s is %.3f ms (%.1f%%) %s per step than the planner's choice",
                   "yours", std::abs(dt) * 1e3,
                   best.step_time() > 0 ? std::abs(dt) / best.step_time() * 100 : 0.0,
@@ -796,9 +1322,10 @@ class Planner {
       std::snprintf(buf, sizeof buf, "; %s %+.3f ms", what, (mine - theirs) * 1e3);
       line += buf;
     };
-    part("compute", plan.compute_time, best.compute_time);
+    part("compute", plan.step.compute, best.step.compute);
     part("communication", plan.comm_time, best.comm_time);
     part("bubble", plan.bubble_time, best.bubble_time);
+    part("optimizer", plan.step.optimizer, best.step.optimizer);
     out.push_back(line);
     std::snprintf(buf, sizeof buf, "memory per rank %.2f GB against the choice's %.2f GB (%s)",
                   plan.memory.total() / kGB, best.memory.total() / kGB,
@@ -807,27 +1334,36 @@ class Planner {
                                                                  "than the --memory-reserve free"
                                                                : "does not fit");
     out.emplace_back(buf);
-    // Faster, fitting and not chosen: the planner's rule against tensor and
-    // pipeline parallelism that gains less than kLayoutMargin.
-    if (dt < 0 && plan.fits && (lay.tp > 1 || lay.pp > 1) && best.layout.tp == 1 &&
-        best.layout.pp == 1 && plan.step_time() > best.step_time() * (1 - kLayoutMargin)) {
-      std::snprintf(buf, sizeof buf,
-                    "yours is faster by less than %.0f%% of the step: the planner keeps plain data "
-                    "parallelism unless tensor or pipeline parallelism lowers the step by %.0f%% "
-                    "or more, as their price here is optimistic (compute split perfectly, no "
-                    "pipeline flush)",
-                    kLayoutMargin * 100, kLayoutMargin * 100);
-      out.emplace_back(buf);
+    if (dt < -1e-12 && plan.fits) {
+      const bool yours_parallel = lay.tp > 1 || lay.pp > 1;
+      const bool choice_plain = best.layout.tp == 1 && best.layout.pp == 1;
+      if (yours_parallel && choice_plain && -dt < kLayoutMargin * best.step_time())
+        out.push_back(
+            "not chosen though faster: the planner keeps plain data parallelism unless tensor or "
+            "pipeline parallelism shortens the step by more than 5% (docs/PLANNER.md, \"Search\")");
+      else if (lay.pp > 1 && best.layout.pp == 1)
+        out.push_back(
+            "not chosen though faster: the planner tries pipelines only when no plan without "
+            "them fits unless ZeRO-3 shards the weights (docs/PLANNER.md, \"Search\")");
+      else
+        out.push_back(
+            "not chosen though faster: the planner's search does not try this layout (its "
+            "choices per layer, micro-batch or virtual stages; docs/PLANNER.md, \"Search\")");
     }
     const Layout& bl = best.layout;
-    if (lay.tp != bl.tp || lay.pp != bl.pp || lay.dp != bl.dp || lay.micro_batch != bl.micro_batch)
-      out.push_back("layout: yours tensor_parallel " + std::to_string(lay.tp) + " x pipeline " +
-                    std::to_string(lay.pp) + " x data_parallel " + std::to_string(lay.dp) +
-                    ", micro-batch " + std::to_string(lay.micro_batch) + " x " +
-                    std::to_string(lay.micro_batches) + "; the choice's " + std::to_string(bl.tp) +
-                    " x " + std::to_string(bl.pp) + " x " + std::to_string(bl.dp) +
-                    ", micro-batch " + std::to_string(bl.micro_batch) + " x " +
-                    std::to_string(bl.micro_batches));
+    if (lay.tp != bl.tp || lay.pp != bl.pp || lay.dp != bl.dp ||
+        lay.micro_batch != bl.micro_batch || lay.virtual_stages != bl.virtual_stages ||
+        lay.recompute != bl.recompute)
+      out.push_back(
+          "layout: yours tensor_parallel " + std::to_string(lay.tp) + " x pipeline " +
+          std::to_string(lay.pp) + " x data_parallel " + std::to_string(lay.dp) + ", micro-batch " +
+          std::to_string(lay.micro_batch) + " x " + std::to_string(lay.micro_batches) +
+          ", virtual stages " + std::to_string(lay.virtual_stages) + ", recompute " +
+          std::string(to_string(lay.recompute)) + "; the choice's " + std::to_string(bl.tp) +
+          " x " + std::to_string(bl.pp) + " x " + std::to_string(bl.dp) + ", micro-batch " +
+          std::to_string(bl.micro_batch) + " x " + std::to_string(bl.micro_batches) +
+          ", virtual stages " + std::to_string(bl.virtual_stages) + ", recompute " +
+          std::string(to_string(bl.recompute)));
     if (lay.tp * lay.pp * lay.dp < n && best.ranks_used() != lay.tp * lay.pp * lay.dp)
       out.push_back("yours leaves " + std::to_string(n - lay.tp * lay.pp * lay.dp) +
                     " ranks idle, the choice " + std::to_string(n - best.ranks_used()));
@@ -850,8 +1386,7 @@ class Planner {
     const Layout& lay = plan.layout;
     for (std::size_t i = 0; i < plan.layers.size(); ++i) {
       LayerPlan& lp = plan.layers[i];
-      const Layer& l = model_.layers[i];
-      auto cs = candidates(l, lay);
+      auto cs = candidates(i, lay);
       // The cheapest alternative of another strategy, for the comparison.
       const Candidate* other = nullptr;
       for (const Candidate& c : cs)
@@ -859,12 +1394,13 @@ class Planner {
       const Choice cheapest_choice = res.cheapest.layers.size() == plan.layers.size() &&
                                              res.cheapest.layout.tp == lay.tp &&
                                              res.cheapest.layout.pp == lay.pp &&
-                                             res.cheapest.layout.micro_batch == lay.micro_batch
+                                             res.cheapest.layout.micro_batch == lay.micro_batch &&
+                                             res.cheapest.layout.recompute == lay.recompute
                                          ? res.cheapest.layers[i].choice
                                          : lp.choice;
       std::string r;
       if (lp.choice.strategy == Strategy::fc_split)
-        r = "gathering activations (" + ms(lp.time) + ") beats all_reducing " +
+        r = "split: gathering activations (" + ms(lp.time) + ") instead of all_reducing " +
             std::to_string(lp.params) + " weights";
       else if (lp.choice.strategy == Strategy::tensor_parallel)
         r = "Megatron split over " + std::to_string(lay.tp) + " GPUs of a node (" + ms(lp.time) +
@@ -874,15 +1410,18 @@ class Planner {
       const double per_rank = static_cast<double>(lp.instances_per_rank) / lp.repeat;
       if (other)
         r += "; " + choice_name(other->choice) + " would take " + ms(other->time * per_rank);
-      if (!(cheapest_choice == lp.choice))
+      if (!(cheapest_choice == lp.choice) && !res.cheapest.fits)
         r += "; " + choice_name(cheapest_choice) + " (no slower) was given up to fit the memory";
       lp.reason = r;
     }
     std::string v;
-    if (res.fits) {
-      v = "fits: " + gb(plan.memory.total()) + " per rank of " + gb(opts_.device_memory) +
-          reserve_text() + ", " + ms(plan.step_time()) + " per step (" + ms(plan.comm_time) +
-          " of communication" +
+    if (!opts_.search) {
+      v = std::string("as given (--no-search): ") + (res.fits ? "fits, " : "DOES NOT FIT, ") +
+          gb(plan.memory.total()) + " per rank of " + gb(usable_) + " usable, " +
+          ms(plan.step_time()) + " per step";
+    } else if (res.fits) {
+      v = "fits: " + gb(plan.memory.total()) + " per rank of " + gb(usable_) + " usable, " +
+          ms(plan.step_time()) + " per step (" + ms(plan.comm_time) + " of exposed communication" +
           (plan.layout.pp > 1 ? " and " + ms(plan.bubble_time) + " of pipeline bubble)"
                               : std::string(")"));
       // A faster plan that fits was set aside by the kLayoutMargin rule (its
@@ -903,10 +1442,9 @@ class Planner {
                                       : "; tensor/pipeline parallelism is needed to fit";
     } else {
       v = "NOTHING FITS: the smallest plan found needs " + gb(plan.memory.total()) +
-          " per rank, more than the " + gb(opts_.device_memory) + " device memory" +
-          reserve_text() +
-          "; use more ranks, a smaller --micro-batch, a larger --device-memory or a smaller "
-          "--memory-reserve";
+          " per rank, more than the " + gb(usable_) +
+          " usable of the device memory; use more ranks, a smaller --micro-batch, "
+          "--recompute full or a larger --device-memory";
     }
     if (plan.ranks_used() < opts_.ranks)
       v += "; " + std::to_string(opts_.ranks - plan.ranks_used()) + " of " +
@@ -919,17 +1457,20 @@ class Planner {
     res.verdict = v;
   }
 
-  // " less the 2.15 GB reserve" (--memory-reserve), empty without one.
-  std::string reserve_text() const {
-    return opts_.memory_reserve > 0 ? " less the " + gb(opts_.memory_reserve) + " reserve" : "";
-  }
-
  private:
   const Model& model_;
   const PlanOptions& opts_;
   int elem_;
   int opt_bytes_;
   CommCost cost_;
+  ComputeModel cm_;
+  double usable_ = 0;
+  int main_ = -1;
+  int embed_ = -1;
+  int tied_head_ = -1;
+  std::int64_t tokens_ = 0;
+  std::map<std::tuple<std::size_t, int, bool, std::int64_t, int, Recompute>, LayerCompute>
+      compute_cache_;
 };
 
 Json memory_json(const Memory& m) {
@@ -1012,6 +1553,45 @@ void check_batch_fits(const Model& model, const PlanOptions& opts) {
                      " 64-bit integers beyond it");
 }
 
+Json step_json(const Plan& p, const PlanResult& res, const PlanOptions& opts) {
+  const StepBreakdown& b = p.step;
+  const Throughput th = throughput(p, res, opts);
+  Json j;
+  j["step_time_us"] = p.step_time() * 1e6;
+  j["compute_us"] = b.compute * 1e6;
+  j["exposed_us"] = {
+      {"tensor_parallel", b.tp * 1e6}, {"pipeline", b.pp * 1e6}, {"data_parallel", b.dp * 1e6}};
+  j["hidden_us"] = {{"tensor_parallel", b.hidden_tp * 1e6},
+                    {"pipeline", b.hidden_pp * 1e6},
+                    {"data_parallel", b.hidden_dp * 1e6}};
+  j["bubble_us"] = b.bubble * 1e6;
+  j["optimizer_us"] = b.optimizer * 1e6;
+  j["samples_per_s"] = th.samples_per_s;
+  if (res.tokens_per_sample > 0) j["tokens_per_s"] = th.tokens_per_s;
+  j["model_flops"] = p.model_flops;
+  j["hardware_flops"] = p.hardware_flops;
+  j["model_tflops_per_gpu"] = th.model_tflops_per_gpu;
+  j["hardware_tflops_per_gpu"] = th.hardware_tflops_per_gpu;
+  if (th.mfu > 0)
+    j["mfu"] = th.mfu;
+  else
+    j["mfu"] = nullptr;
+  return j;
+}
+
+Json layout_json(const Layout& lay, const Plan& p) {
+  return {{"tensor_parallel", lay.tp},
+          {"pipeline_parallel", lay.pp},
+          {"data_parallel", lay.dp},
+          {"micro_batch", lay.micro_batch},
+          {"micro_batches", lay.micro_batches},
+          {"virtual_stages", lay.virtual_stages},
+          {"recompute", to_string(lay.recompute)},
+          {"sequence_parallel", lay.sequence_parallel},
+          {"pipeline_bubble", p.bubble},
+          {"ranks_used", p.ranks_used()}};
+}
+
 }  // namespace
 
 bool gpu_topology(const Topology& topology, int ranks) {
@@ -1019,6 +1599,19 @@ bool gpu_topology(const Topology& topology, int ranks) {
   for (int r = 0; r < ranks; ++r)
     if (!topology.endpoint(r).pipelined) return false;
   return true;
+}
+
+Throughput throughput(const Plan& plan, const PlanResult& res, const PlanOptions& opts) {
+  Throughput t;
+  const double step = plan.step_time();
+  if (!(step > 0)) return t;
+  const double gpus = plan.ranks_used();
+  t.samples_per_s = static_cast<double>(opts.batch) / step;
+  t.tokens_per_s = t.samples_per_s * static_cast<double>(res.tokens_per_sample);
+  t.model_tflops_per_gpu = plan.model_flops / step / gpus / 1e12;
+  t.hardware_tflops_per_gpu = plan.hardware_flops / step / gpus / 1e12;
+  if (res.peak_flops > 0) t.mfu = t.model_tflops_per_gpu * 1e12 / res.peak_flops;
+  return t;
 }
 
 PlanResult make_plan(const Model& model, const Topology& topology, const PlanOptions& opts) {
@@ -1029,10 +1622,23 @@ PlanResult make_plan(const Model& model, const Topology& topology, const PlanOpt
   if (opts.micro_batch < 0)
     throw UsageError("--micro-batch " + std::to_string(opts.micro_batch) + ": must be >= 1");
   if (!(opts.device_memory > 0)) throw UsageError("--device-memory: must be > 0");
-  if (!(opts.memory_reserve >= 0)) throw UsageError("--memory-reserve: must be >= 0");
   check_batch_fits(model, opts);
+  const double reserve =
+      opts.memory_reserve >= 0 ? opts.memory_reserve : default_memory_reserve(opts.device_memory);
+  if (!(reserve < opts.device_memory))
+    throw UsageError("--memory-reserve: " + std::to_string(reserve / kGB) +
+                     " GB leaves nothing of the " + std::to_string(opts.device_memory / kGB) +
+                     " GB device memory");
   Planner planner(model, topology, opts);
-  return planner.run(topology);
+  PlanResult res = planner.run(topology);
+  if (opts.device_tflops > 0)
+    res.compute_source = "--device-tflops " + Json(opts.device_tflops).dump();
+  else if (opts.device)
+    res.compute_source = opts.device->name;
+  else
+    res.compute_source = "no device: 400 TFLOP/s flat";
+  res.peak_flops = opts.device ? opts.device->peak_for(opts.dtype) : 0;
+  return res;
 }
 
 Json plan_json(const PlanResult& res, const Model& model, const Topology& topology,
@@ -1055,16 +1661,29 @@ Json plan_json(const PlanResult& res, const Model& model, const Topology& topolo
         to_string(opts.nccl_version.value_or(topology.nccl.version.value_or(kDefaultNcclVersion)));
   j["optimizer_bytes_per_param"] = res.optimizer_bytes;
   j["device_memory_bytes"] = opts.device_memory;
-  j["memory_reserve_bytes"] = opts.memory_reserve;
+  j["memory_reserve_bytes"] = opts.device_memory - res.usable_memory;
+  j["usable_memory_bytes"] = res.usable_memory;
+  if (opts.device)
+    j["device"] = {{"name", opts.device->name},
+                   {"file", opts.device->file},
+                   {"peak_flops", opts.device->peak_for(opts.dtype)},
+                   {"matmul_efficiency", opts.device->matmul_efficiency},
+                   {"memory_bandwidth", opts.device->memory_bandwidth},
+                   {"memory_efficiency", opts.device->memory_efficiency}};
+  else
+    j["device"] = nullptr;
+  if (opts.device_tflops > 0)
+    j["device_tflops"] = opts.device_tflops;
+  else
+    j["device_tflops"] = nullptr;
+  j["step_options"] = {{"attention", to_string(opts.step.attention)},
+                       {"overlap_grad_reduce", opts.step.overlap_grad_reduce},
+                       {"overlap_param_gather", opts.step.overlap_param_gather},
+                       {"overlap_p2p", opts.step.overlap_p2p},
+                       {"overlap_tp", opts.step.overlap_tp},
+                       {"fused_grad_accumulation", opts.step.fused_grad_accumulation}};
   const Layout& lay = res.plan.layout;
-  j["layout"] = {{"tensor_parallel", lay.tp},
-                 {"pipeline_parallel", lay.pp},
-                 {"data_parallel", lay.dp},
-                 {"micro_batch", lay.micro_batch},
-                 {"micro_batches", lay.micro_batches},
-                 {"pipeline_bubble", res.plan.bubble},
-                 {"ranks_used", res.plan.ranks_used()}};
-  j["device_tflops"] = opts.device_tflops;
+  j["layout"] = layout_json(lay, res.plan);
   Json layers = Json::array();
   for (const LayerPlan& lp : res.plan.layers) {
     Json l;
@@ -1087,6 +1706,12 @@ Json plan_json(const PlanResult& res, const Model& model, const Topology& topolo
     }
     l["collectives"] = cs;
     l["time_us"] = lp.time * 1e6;
+    l["compute_us"] = {{"forward", lp.compute.fwd * 1e6},
+                       {"backward", lp.compute.bwd * 1e6},
+                       {"recompute", lp.compute.recompute * 1e6},
+                       {"matrix_products", lp.compute.gemm * 1e6},
+                       {"memory_bound", lp.compute.elementwise * 1e6},
+                       {"per", "instance and micro-batch"}};
     l["memory"] = memory_json(lp.memory);
     l["reason"] = lp.reason;
     layers.push_back(l);
@@ -1102,6 +1727,7 @@ Json plan_json(const PlanResult& res, const Model& model, const Topology& topolo
     pipe.push_back(std::move(cj));
   }
   j["pipeline"] = pipe;
+  j["step"] = step_json(res.plan, res, opts);
   j["totals"] = {{"step_time_us", res.plan.step_time() * 1e6},
                  {"time_us", res.plan.time * 1e6},
                  {"comm_time_us", res.plan.comm_time * 1e6},
@@ -1109,6 +1735,13 @@ Json plan_json(const PlanResult& res, const Model& model, const Topology& topolo
                  {"compute_time_us", res.plan.compute_time * 1e6},
                  {"memory", memory_json(res.plan.memory)},
                  {"fits", res.fits}};
+  if (opts.measured_step > 0) {
+    const double pred = res.user ? res.user->step_time() : res.plan.step_time();
+    j["measured"] = {{"step_time_us", opts.measured_step * 1e6},
+                     {"of", res.user ? "user_layout" : "plan"},
+                     {"predicted_step_time_us", pred * 1e6},
+                     {"error", (pred - opts.measured_step) / opts.measured_step}};
+  }
   j["cheapest"] = {{"step_time_us", res.cheapest.step_time() * 1e6},
                    {"time_us", res.cheapest.time * 1e6},
                    {"memory_total_bytes", res.cheapest.memory.total()},
@@ -1139,15 +1772,11 @@ Json plan_json(const PlanResult& res, const Model& model, const Topology& topolo
                           {"zero_stage", lp.choice.zero_stage},
                           {"time_us", lp.time * 1e6},
                           {"memory", memory_json(lp.memory)}});
-    j["user_layout"] = {{"layout",
-                         {{"tensor_parallel", p.layout.tp},
-                          {"pipeline_parallel", p.layout.pp},
-                          {"data_parallel", p.layout.dp},
-                          {"zero_stage", opts.user->zero},
-                          {"micro_batch", p.layout.micro_batch},
-                          {"micro_batches", p.layout.micro_batches},
-                          {"pipeline_bubble", p.bubble}}},
+    Json ul = layout_json(p.layout, p);
+    ul["zero_stage"] = opts.user->zero;
+    j["user_layout"] = {{"layout", ul},
                         {"layers", layers_u},
+                        {"step", step_json(p, res, opts)},
                         {"totals",
                          {{"step_time_us", p.step_time() * 1e6},
                           {"comm_time_us", p.comm_time * 1e6},
@@ -1159,44 +1788,105 @@ Json plan_json(const PlanResult& res, const Model& model, const Topology& topolo
   }
   j["verdict"] = res.verdict;
   j["simulations"] = res.simulations;
+  j["layouts_priced"] = res.layouts_priced;
   return j;
 }
 
 namespace {
 
-std::string total_line(const char* lead, const Plan& plan, const PlanOptions& opts) {
-  char buf[512];
+std::string total_lines(const char* lead, const Plan& plan, const PlanResult& res,
+                        const PlanOptions& opts) {
+  char buf[768];
   const Memory& m = plan.memory;
+  const StepBreakdown& b = plan.step;
+  std::string out;
   std::snprintf(buf, sizeof buf,
-                "%sstep %.3f ms = compute %.3f + communication %.3f + pipeline bubble %.3f; "
-                "memory per rank %.2f GB (params %.2f, grads %.2f, optimizer %.2f, activations "
-                "%.2f) of %.2f GB\n",
-                lead, plan.step_time() * 1e3, plan.compute_time * 1e3, plan.comm_time * 1e3,
-                plan.bubble_time * 1e3, m.total() / kGB, m.params / kGB, m.grads / kGB,
-                m.optimizer / kGB, m.activations / kGB, opts.device_memory / kGB);
-  return buf;
+                "%sstep %.3f ms = compute %.3f + exposed TP %.3f + PP %.3f + DP %.3f + bubble %.3f "
+                "+ optimizer %.3f (hidden: TP %.3f, PP %.3f, DP %.3f)\n",
+                lead, plan.step_time() * 1e3, b.compute * 1e3, b.tp * 1e3, b.pp * 1e3, b.dp * 1e3,
+                b.bubble * 1e3, b.optimizer * 1e3, b.hidden_tp * 1e3, b.hidden_pp * 1e3,
+                b.hidden_dp * 1e3);
+  out += buf;
+  std::snprintf(buf, sizeof buf,
+                "%smemory per rank %.2f GB (params %.2f, grads %.2f, optimizer %.2f, activations "
+                "%.2f) of %.2f GB usable (%.2f GB less a reserve of %.2f)\n",
+                std::string(lead).find("total") != std::string::npos ? "# " : lead, m.total() / kGB,
+                m.params / kGB, m.grads / kGB, m.optimizer / kGB, m.activations / kGB,
+                res.usable_memory / kGB, opts.device_memory / kGB,
+                (opts.device_memory - res.usable_memory) / kGB);
+  out += buf;
+  const Throughput th = throughput(plan, res, opts);
+  std::string tp;
+  if (res.tokens_per_sample > 0) {
+    std::snprintf(buf, sizeof buf, "%.0f tokens/s", th.tokens_per_s);
+    tp = buf;
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f samples/s", th.samples_per_s);
+    tp = buf;
+  }
+  std::string mfu;
+  if (th.mfu > 0) {
+    std::snprintf(buf, sizeof buf, ", MFU %.1f%% of %.0f TFLOP/s", th.mfu * 100,
+                  res.peak_flops / 1e12);
+    mfu = buf;
+  }
+  std::snprintf(buf, sizeof buf,
+                "%sthroughput: %s; %.1f TFLOP/s per GPU (model FLOPs, Megatron-LM's count), %.1f "
+                "with recomputation (SC21's count)%s\n",
+                std::string(lead).find("total") != std::string::npos ? "# " : lead, tp.c_str(),
+                th.model_tflops_per_gpu, th.hardware_tflops_per_gpu, mfu.c_str());
+  out += buf;
+  return out;
+}
+
+std::string layout_text(const Layout& lay) {
+  std::string s = "micro-batch " + std::to_string(lay.micro_batch) + " x " +
+                  std::to_string(lay.micro_batches) + " per step";
+  if (lay.virtual_stages > 1) s += ", " + std::to_string(lay.virtual_stages) + " virtual stages";
+  s += ", recompute " + std::string(to_string(lay.recompute));
+  if (lay.sequence_parallel) s += ", sequence parallel";
+  return s;
 }
 
 }  // namespace
 
 std::string format_plan(const PlanResult& res, const Model& model, const PlanOptions& opts) {
   std::string out;
-  char buf[512];
+  char buf[1024];
   const Layout& lay = res.plan.layout;
-  std::snprintf(buf, sizeof buf,
-                "# plan: %s (%.3f B params) on %d ranks (%s), batch %lld, %s\n"
-                "# layout: tensor_parallel %d x pipeline %d x data_parallel %d%s, micro-batch %lld "
-                "x %lld per step%s\n",
+  std::snprintf(buf, sizeof buf, "# plan: %s (%.3f B params) on %d ranks (%s), batch %lld, %s\n",
                 model.name.c_str(), model.total_params() / 1e9, opts.ranks,
                 res.devices_per_node > 0
                     ? (std::to_string(res.devices_per_node) + " per node").c_str()
                     : "no nodes",
-                static_cast<long long>(opts.batch), std::string(to_string(opts.dtype)).c_str(),
-                lay.tp, lay.pp, lay.dp,
+                static_cast<long long>(opts.batch), std::string(to_string(opts.dtype)).c_str());
+  out += buf;
+  if (opts.device) {
+    const Device& d = *opts.device;
+    std::snprintf(
+        buf, sizeof buf,
+        "# compute: %s (%s): %.0f TFLOP/s peak, matmul %.1f%% of it%s, HBM %.0f GB/s x "
+        "%.3f; %s attention\n",
+        d.name.c_str(), d.file.c_str(), d.peak_for(opts.dtype) / 1e12, d.matmul_efficiency * 100,
+        opts.device_tflops > 0
+            ? (" (replaced by --device-tflops " + Json(opts.device_tflops).dump() + ")").c_str()
+            : "",
+        d.memory_bandwidth / 1e9, d.memory_efficiency,
+        std::string(to_string(opts.step.attention)).c_str());
+  } else {
+    std::snprintf(buf, sizeof buf,
+                  "# compute: no device (--device FILE, or a \"device\" in the topology): matrix "
+                  "products at %.0f TFLOP/s, memory-bound work not priced\n",
+                  opts.device_tflops > 0 ? opts.device_tflops : 400.0);
+  }
+  out += buf;
+  std::snprintf(buf, sizeof buf,
+                "# layout: tensor_parallel %d x pipeline %d x data_parallel %d%s, %s%s\n", lay.tp,
+                lay.pp, lay.dp,
                 res.plan.ranks_used() < opts.ranks
                     ? (" (" + std::to_string(res.plan.ranks_used()) + " ranks used)").c_str()
                     : "",
-                static_cast<long long>(lay.micro_batch), static_cast<long long>(lay.micro_batches),
+                layout_text(lay).c_str(),
                 lay.pp > 1 ? (", bubble " + std::to_string(res.plan.bubble * 100).substr(0, 5) +
                               "%; each row: the layer's instances on its fullest stage")
                                  .c_str()
@@ -1225,12 +1915,13 @@ std::string format_plan(const PlanResult& res, const Model& model, const PlanOpt
     out += "               reason: " + lp.reason + "\n";
   }
   for (const CollectiveUse& u : res.plan.pipeline) {
-    std::snprintf(buf, sizeof buf, "pipeline       %s send %s x%lld: %.3f ms\n", u.phase.c_str(),
+    std::snprintf(buf, sizeof buf, "pipeline       %s %s %s x%lld: %.3f ms\n", u.phase.c_str(),
+                  u.collective == Collective::broadcast ? "send" : "all_gather",
                   format_bytes_for_plan(u.bytes).c_str(), static_cast<long long>(u.count),
                   u.time * u.count * 1e3);
     out += buf;
   }
-  out += total_line("# total: ", res.plan, opts);
+  out += total_lines("# total: ", res.plan, res, opts);
   if (!res.uniform.empty() && res.uniform.front().valid) {
     const Layout& u = res.uniform.front().layout;
     std::snprintf(buf, sizeof buf,
@@ -1251,18 +1942,30 @@ std::string format_plan(const PlanResult& res, const Model& model, const PlanOpt
   if (res.user) {
     const Plan& p = *res.user;
     const UserLayout& u = *opts.user;
-    std::snprintf(
-        buf, sizeof buf,
-        "# your layout (--tp %d --pp %d --dp %d --zero %d --micro-batch %lld): "
-        "micro-batch %lld x %lld per step%s\n",
-        p.layout.tp, p.layout.pp, p.layout.dp, u.zero, static_cast<long long>(p.layout.micro_batch),
-        static_cast<long long>(p.layout.micro_batch),
-        static_cast<long long>(p.layout.micro_batches),
-        p.layout.pp > 1 ? (", bubble " + std::to_string(p.bubble * 100).substr(0, 5) + "%").c_str()
-                        : "");
+    std::snprintf(buf, sizeof buf,
+                  "# your layout (--tp %d --pp %d --dp %d --zero %d --micro-batch %lld): %s%s\n",
+                  p.layout.tp, p.layout.pp, p.layout.dp, u.zero,
+                  static_cast<long long>(p.layout.micro_batch), layout_text(p.layout).c_str(),
+                  p.layout.pp > 1
+                      ? (", bubble " + std::to_string(p.bubble * 100).substr(0, 5) + "%").c_str()
+                      : "");
     out += buf;
-    out += total_line("#   ", p, opts);
+    out += total_lines("#   ", p, res, opts);
     for (const std::string& l : res.user_diff) out += "#   " + l + "\n";
+  }
+  if (opts.measured_step > 0) {
+    const Plan& p = res.user ? *res.user : res.plan;
+    const double pred = p.step_time();
+    const double err = (pred - opts.measured_step) / opts.measured_step;
+    const Throughput th = throughput(p, res, opts);
+    std::snprintf(buf, sizeof buf,
+                  "# measured step %.3f ms against %s %.3f ms predicted: %+.1f%% (%s); measured "
+                  "%.1f TFLOP/s per GPU with recomputation, %.1f predicted\n",
+                  opts.measured_step * 1e3, res.user ? "your layout's" : "the plan's", pred * 1e3,
+                  err * 100, err < 0 ? "predicted faster" : "predicted slower",
+                  p.hardware_flops / opts.measured_step / p.ranks_used() / 1e12,
+                  th.hardware_tflops_per_gpu);
+    out += buf;
   }
   out += "# " + res.verdict + "\n";
   return out;

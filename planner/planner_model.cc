@@ -208,7 +208,15 @@ DerivedLayer derive_layer(LayerKind kind, const json& shape, const std::string& 
       const std::int64_t out = f.required("out_features", 1);
       const std::int64_t tokens = f.integer("tokens", 1, 1);
       const bool bias = f.boolean("bias", true);
-      d.params = add(mul(in, out, where), bias ? out : 0, where);
+      // head: the language-model head, followed by the loss (split over the
+      // vocabulary by tensor parallelism); tied: its weights are the
+      // embedding's, counted there.
+      const bool head = f.boolean("head", false);
+      const bool tied = f.boolean("tied", false);
+      if (tied && !head)
+        throw FileError(where +
+                        ".tied: only an LM head (\"head\": true) shares the embedding's weights");
+      d.params = tied ? 0 : add(mul(in, out, where), bias ? out : 0, where);
       d.act_in = mul(tokens, in, where);
       d.act_out = mul(tokens, out, where);
       d.flops = mul(mul(2, tokens, where), mul(in, out, where), where);
@@ -239,6 +247,11 @@ DerivedLayer derive_layer(LayerKind kind, const json& shape, const std::string& 
       const std::int64_t h = f.required("hidden", 1);
       const std::int64_t seq = f.required("seq", 1);
       const bool bias = f.boolean("bias", true);
+      // How the layer trains: dropout after attention and MLP (and on the
+      // attention probabilities), causal attention (flash kernels skip the
+      // masked half). They change time and memory, not the figures.
+      f.boolean("dropout", false);
+      if (kind != LayerKind::mlp) f.boolean("causal", true);
       std::int64_t matmul = 0;  // weights used in matrix products
       std::int64_t p = 0;
       std::int64_t attn_flops = 0;

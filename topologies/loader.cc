@@ -50,7 +50,8 @@ const std::vector<std::string> kTopKeys = {"name",
                                            "protocols",
                                            "nccl",
                                            "devices_per_node",
-                                           "endpoints_forward"};
+                                           "endpoints_forward",
+                                           "device"};
 const std::vector<std::string> kEndpointKeys = {
     "overhead_us",  "reduce_gbps", "copy_gbps",       "cache_mb",  "dram_factor",
     "dirty_factor", "host_cores",  "receiver_copies", "pipelined", "launch_us"};
@@ -861,6 +862,9 @@ std::unique_ptr<Topology> parse_topology(const std::string& text, const std::str
   read_extras(rd, top, *t);
   t->name = rd.string(top, "", "name", stem(file));
   t->description = rd.string(top, "", "description", "");
+  t->device = rd.string(top, "", "device", "");
+  if (rd.find(top, "device") && t->device.empty())
+    rd.fail("device", "expected the path of a device file (devices/*.json), got \"\"");
   t->sha256 = sha256_hex(text);
   return finish(std::move(t), file, ranks);
 }

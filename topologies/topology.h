@@ -134,6 +134,10 @@ struct TopologyMetadata {
   std::string description;
   std::string file;    // path as given ("" for generated in memory)
   std::string sha256;  // of the file's bytes ("" for generated in memory)
+  // The GPU of every endpoint: a device file (docs/DEVICES.md), as the
+  // file's "device" gives it, relative to the topology file's folder ("" =
+  // not said). The planner's compute model reads it.
+  std::string device;
 };
 
 class Topology : public TopologyMetadata {

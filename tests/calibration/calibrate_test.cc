@@ -200,9 +200,10 @@ TEST(Calibrate, TheFitIsTheSameWhateverTheThreadCount) {
       ASSERT_FALSE(lines.empty());
       EXPECT_NE(lines.front().find(": start 1/"), std::string::npos) << lines.front();
       EXPECT_NE(lines.front().find("rms error"), std::string::npos) << lines.front();
-      if (net == cached.get())
+      if (net == cached.get()) {
         EXPECT_TRUE(std::any_of(lines.begin(), lines.end(),
                                 [](const std::string& l) { return l.rfind("cache ", 0) == 0; }));
+      }
     }
 }
 
@@ -223,8 +224,8 @@ TEST(Calibrate, LineRateBoundsTheFitAndNamesWhatNoFitReaches) {
     }
   bool named = false;
   for (const std::string& p : r.problems)
-    named = named || p.find("bandwidth_gbps (") != std::string::npos &&
-                         p.find("ended on its line rate (12 GB/s") != std::string::npos;
+    named = named || (p.find("bandwidth_gbps (") != std::string::npos &&
+                      p.find("ended on its line rate (12 GB/s") != std::string::npos);
   EXPECT_TRUE(named) << (r.problems.empty() ? "" : r.problems.front());
   ASSERT_FALSE(r.warnings.empty());
   EXPECT_NE(r.warnings.front().find("points are faster than this network can be with every "

@@ -79,7 +79,7 @@ TEST_F(PlanCli, UserLayoutPrintedBesideTheChoice) {
                           "--json '" + json.string() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("# your layout (--tp 1 --pp 1 --dp 8 --zero 1 --micro-batch 32): "
-                       "micro-batch 32 x 1 per step\n#   step "),
+                       "micro-batch 32 x 1 per step, recompute none\n#   step "),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("slower per step than the planner's choice"), std::string::npos) << r.out;
@@ -144,7 +144,7 @@ TEST_F(PlanCli, CollectivesDefaultFollowTheTopology) {
 }
 
 TEST_F(PlanCli, NothingFitsIsSaidClearly) {
-  const RunResult r = run(alexnet_on_dgx() + " --batch 256 --device-memory 1MB");
+  const RunResult r = run(alexnet_on_dgx() + " --batch 256 --device-memory 1MB --memory-reserve 0");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("NOTHING FITS"), std::string::npos) << r.out;
 }
@@ -186,6 +186,14 @@ TEST_F(PlanCli, BadInputExitsTwoWithAMessage) {
        "bad-total.json.params = 99 disagrees with the layers, which sum to 44"},
       {"--model '" + negative.string() + "'" + topo + " --batch 8",
        "negative.json: layers[0] (fc).shape.out_features = -4: must be >= 1"},
+      {alexnet_on_dgx() + " --batch 256 --recompute some", "--recompute 'some': expected none"},
+      {alexnet_on_dgx() + " --batch 256 --overlap grad,dp", "'dp' is none of grad, param, p2p"},
+      {alexnet_on_dgx() + " --batch 256 --measured-step -3", "--measured-step '-3'"},
+      {alexnet_on_dgx() + " --batch 256 --no-search", "--no-search: give the layout to price"},
+      {alexnet_on_dgx() + " --batch 256 --device '" + bad_kind.string() + "'",
+       "bad-kind.json: unknown key 'layers'"},
+      {alexnet_on_dgx() + " --batch 256 --sequence-parallel", "--sequence-parallel"},
+      {alexnet_on_dgx() + " --batch 256 --virtual-stages 2", "--virtual-stages 2"},
   };
   for (const Case& c : cases) {
     const RunResult r = run(c.args);
@@ -193,6 +201,34 @@ TEST_F(PlanCli, BadInputExitsTwoWithAMessage) {
     EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
   }
+}
+
+// --no-search prices the given layout alone as the plan, and
+// --measured-step prints and records the error against it: (predicted -
+// measured) / measured, from the JSON's own step.
+TEST_F(PlanCli, NoSearchAndMeasuredStep) {
+  const fs::path json = dir_ / "plan.json";
+  const RunResult r = run(alexnet_on_dgx() +
+                          " --batch 256 --dp 8 --zero 1 --micro-batch 32 --no-search "
+                          "--measured-step 2ms --json '" +
+                          json.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("as given (--no-search)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("# uniform plans"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(j["layouts_priced"], 1);
+  EXPECT_EQ(j["layers"][0]["strategy"], "zero1");
+  const double step = j["step"]["step_time_us"].get<double>();
+  EXPECT_DOUBLE_EQ(j["measured"]["step_time_us"].get<double>(), 2000.0);
+  EXPECT_NEAR(j["measured"]["error"].get<double>(), (step - 2000.0) / 2000.0, 1e-12);
+  // The breakdown adds up to the step.
+  const auto& st = j["step"];
+  const double parts =
+      st["compute_us"].get<double>() + st["bubble_us"].get<double>() +
+      st["optimizer_us"].get<double>() + st["exposed_us"]["tensor_parallel"].get<double>() +
+      st["exposed_us"]["pipeline"].get<double>() + st["exposed_us"]["data_parallel"].get<double>();
+  EXPECT_NEAR(parts, step, 1e-9 * step);
+  EXPECT_NE(r.out.find("# measured step 2.000 ms against the plan's"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ inline void expect_carries(const Topology& base, const Topology& view, int first
   EXPECT_EQ(view.description, base.description);
   EXPECT_EQ(view.file, base.file);
   EXPECT_EQ(view.sha256, base.sha256);
+  EXPECT_EQ(view.device, base.device);
   EXPECT_EQ(view.default_protocol, base.default_protocol);
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(view.protocols[i].set, base.protocols[i].set) << i;
