@@ -19,6 +19,7 @@ void add_report_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_verify_command(CLI::App& app);
 void add_tuner_command(CLI::App& app);
+void add_sweep_command(CLI::App& app);
 
 // --collective and --ranks as the readers take them (reports/inputs.h):
 // for nccl-tests logs that do not name the binary or list the ranks.

@@ -38,6 +38,7 @@ struct PlanArgs {
   std::string tp, pp, dp, zero;
   std::string nccl_version;
   bool explain = false;
+  int jobs = 0;  // --jobs; 0 = every core
 };
 
 std::int64_t parse_positive(const std::string& flag, const std::string& text, bool allow_zero) {
@@ -94,6 +95,7 @@ void run_plan(const PlanArgs& a) {
   if (!a.nccl_version.empty())
     opts.nccl_version = checked_nccl_version("--nccl-version", a.nccl_version);
   opts.explain = a.explain;
+  opts.jobs = a.jobs;
   if (opts.explain && a.json_path.empty())
     throw UsageError("--explain: the explanation goes into the plan's JSON; give --json FILE");
   prepare_outputs({{"--json", a.json_path}},
@@ -162,6 +164,10 @@ void add_plan_command(CLI::App& app) {
   cmd->add_flag("--explain", a->explain,
                 "With NCCL's collectives: explain each collective's choice in the JSON (key "
                 "nccl_explain: every candidate NCCL weighs, its estimate and simulated time)");
+  cmd->add_option("--jobs", a->jobs,
+                  "Threads that price layouts at once (default 0 = every core); the plan is the "
+                  "same whatever the count")
+      ->check(CLI::Range(0, 4096));
   cmd->add_option("--json", a->json_path, "Write the plan as JSON to this file (atomically)");
   cmd->callback([a] { run_plan(*a); });
 }

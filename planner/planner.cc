@@ -1,13 +1,17 @@
 #include "planner/planner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <future>
 #include <limits>
+#include <mutex>
 #include <numeric>
 #include <optional>
 
 #include "algorithms/registry.h"
 #include "core/error.h"
+#include "core/parallel.h"
 #include "planner/group_topology.h"
 #include "sim/nccl.h"
 #include "sim/nccl_explain.h"
@@ -26,12 +30,54 @@ class CommCost {
            std::optional<NcclVersion> version)
       : topology_(topology), dtype_(dtype), sim_(sim), nccl_(nccl), version_(version) {}
 
+  // Safe to call from several threads (plan --jobs prices layouts at
+  // once): the first caller of a key simulates it, later ones wait for its
+  // result, so each key is simulated once whatever the threads.
   std::pair<double, std::string> best(Collective c, std::int64_t bytes, int first, int stride,
                                       int size) {
     if (size <= 1 || bytes <= 0) return {0.0, "none"};
     const auto key = std::make_tuple(c, bytes, first, stride, size);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second;
+    std::promise<Entry> promise;
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (auto it = cache_.find(key); it != cache_.end()) {
+      const std::shared_future<Entry> known = it->second;
+      lock.unlock();
+      return known.get().result;
+    }
+    cache_.emplace(key, promise.get_future().share());
+    lock.unlock();
+    try {
+      Entry e = compute(c, bytes, first, stride, size);
+      promise.set_value(e);
+      return e.result;
+    } catch (...) {
+      promise.set_exception(std::current_exception());
+      throw;
+    }
+  }
+  // Simulations run so far, each key counted once.
+  std::int64_t simulations() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    std::int64_t n = 0;
+    for (const auto& [key, entry] : cache_) {
+      if (entry.wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
+      try {
+        n += entry.get().simulations;
+      } catch (const std::exception&) {
+        // a key no algorithm accepts: nothing was simulated
+      }
+    }
+    return n;
+  }
+
+ private:
+  struct Entry {
+    std::pair<double, std::string> result;
+    std::int64_t simulations = 0;
+  };
+
+  Entry compute(Collective c, std::int64_t bytes, int first, int stride, int size) const {
+    std::int64_t simulations = 0;
     GroupTopology group(topology_, first, stride, size);
     const int elem = size_of(dtype_);
     ScheduleSpec spec;
@@ -50,9 +96,7 @@ class CommCost {
                                                      std::nullopt, &instead);
       const double t =
           simulate(*make_schedule(nccl_schedule_spec(spec, ctx, choice, group)), group, sim_).time;
-      ++simulations_;
-      return cache_.emplace(key, std::pair{t, "nccl " + describe_run(choice, instead)})
-          .first->second;
+      return {{t, "nccl " + describe_run(choice, instead)}, 1};
     }
     spec.model = cost_params_of(group, size);
     spec.node_size = group.ranks_per_node(size);
@@ -84,26 +128,22 @@ class CommCost {
         continue;
       }
       const double t = simulate(*schedule, group, sim_).time;
-      ++simulations_;
+      ++simulations;
       if (t < best.first) best = {t, def->name};
     }
     if (best.second.empty())
       throw UsageError("no " + std::string(to_string(c)) + " algorithm accepts " +
                        std::to_string(size) + " ranks");
-    cache_.emplace(key, best);
-    return best;
+    return {best, simulations};
   }
-  std::int64_t simulations() const { return simulations_; }
 
- private:
   const Topology& topology_;
   DataType dtype_;
   SimOptions sim_;
   bool nccl_;
   std::optional<NcclVersion> version_;
-  std::map<std::tuple<Collective, std::int64_t, int, int, int>, std::pair<double, std::string>>
-      cache_;
-  std::int64_t simulations_ = 0;
+  mutable std::mutex mutex_;
+  std::map<std::tuple<Collective, std::int64_t, int, int, int>, std::shared_future<Entry>> cache_;
 };
 
 constexpr double kGB = 1e9;
@@ -600,13 +640,24 @@ class Planner {
     Plan best_fit, least_memory;
     bool have_simple = false;
     Plan best_simple;  // the fastest fitting plan without tensor or pipeline parallelism
-    auto consider = [&](int tp, int pp) {
-      const int d = data_parallel_degree(tp, pp, dpn);
-      if (d == 0) return;
-      const std::int64_t per_rank = opts_.batch / d;
-      for (std::int64_t b : micro_batch_options(per_rank)) {
-        Layout lay{tp, pp, d, b, per_rank / b};
-        auto [plan, cheapest] = plan_layout(lay);
+    // The layouts of (tp, pp) pairs, priced on opts.jobs threads, then
+    // weighed in the order listed, so the choice is the same whatever the
+    // threads (ties go to the earlier layout).
+    auto consider_all = [&](const std::vector<std::pair<int, int>>& shapes) {
+      std::vector<Layout> layouts;
+      for (const auto& [tp, pp] : shapes) {
+        const int d = data_parallel_degree(tp, pp, dpn);
+        if (d == 0) continue;
+        const std::int64_t per_rank = opts_.batch / d;
+        for (std::int64_t b : micro_batch_options(per_rank))
+          layouts.push_back(Layout{tp, pp, d, b, per_rank / b});
+      }
+      std::vector<std::pair<Plan, Plan>> priced(layouts.size());
+      parallel_for(layouts.size(), opts_.jobs,
+                   [&](std::size_t i) { priced[i] = plan_layout(layouts[i]); });
+      for (std::size_t i = 0; i < layouts.size(); ++i) {
+        const int tp = layouts[i].tp, pp = layouts[i].pp;
+        auto& [plan, cheapest] = priced[i];
         if (!have_cheapest || cheapest.step_time() < res.cheapest.step_time())
           res.cheapest = cheapest;
         if (plan.fits && (!have_best || plan.step_time() < best_fit.step_time())) best_fit = plan;
@@ -621,7 +672,9 @@ class Planner {
         have_cheapest = true;
       }
     };
-    for (int tp : tps) consider(tp, 1);
+    std::vector<std::pair<int, int>> shapes;
+    for (int tp : tps) shapes.emplace_back(tp, 1);
+    consider_all(shapes);
     // Pipelining is for models that do not otherwise fit: when no plan fits
     // without ZeRO-3 sharding the weights themselves (whose gathers every
     // micro-batch cost what pipelining avoids). Pipeline plans then compete
@@ -630,9 +683,12 @@ class Planner {
     if (have_best)
       for (const LayerPlan& lp : best_fit.layers)
         needs_zero3 = needs_zero3 || lp.choice.zero_stage == 3;
-    if (needs_zero3)
+    if (needs_zero3) {
+      shapes.clear();
       for (int tp : tps)
-        for (int pp : pps) consider(tp, pp);
+        for (int pp : pps) shapes.emplace_back(tp, pp);
+      consider_all(shapes);
+    }
     if (!have_cheapest)
       throw UsageError("--micro-batch " + std::to_string(opts_.micro_batch) +
                        " divides no per-rank batch of --batch " + std::to_string(opts_.batch) +

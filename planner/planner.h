@@ -128,6 +128,9 @@ struct PlanOptions {
   // plan_json explains each collective's choice (--explain).
   std::optional<NcclVersion> nccl_version;
   bool explain = false;
+  // Threads that price layouts at once (--jobs; core/parallel.h; <= 0:
+  // every core). The plan is the same, bit for bit, whatever it is.
+  int jobs = 1;
 };
 
 // Whether the topology's first `ranks` ranks are GPUs, where a training job's
