@@ -12,6 +12,8 @@
 #include <string>
 
 #include "core/nccl_sizes.h"
+#include "planner/planner.h"
+#include "planner/planner_model.h"
 #include "sim/sweep.h"
 #include "topologies/topology.h"
 #include "whatif/output.h"
@@ -99,6 +101,31 @@ TEST(Evaluate, RowsDoNotDependOnThreadsOrRanks) {
     }
   }
   EXPECT_EQ(seen.size(), g.points());
+}
+
+// A plan point is collkit plan on the same machine: nodes=4 nic_gbps=48
+// of sweeps/plan-small.json is the shipped 4x8 cluster.
+TEST(Evaluate, PlanRowIsThePlannersPlan) {
+  const Grid g = read_grid(kSource + "/sweeps/plan-small.json");
+  const std::size_t point = 3 * g.per_machine() + 0;  // nodes=4 nic_gbps=48, gpt2-1.5b, 64
+  const Json row = evaluate_point(g, point);
+  EXPECT_EQ(row["model"], "gpt2-1.5b");
+  EXPECT_EQ(row["batch"], 64);
+  EXPECT_EQ(row["ranks"], 32);
+  const std::unique_ptr<Topology> t = load_topology(kSource + "/topologies/h100-cluster-4x8.json");
+  PlanOptions o;
+  o.ranks = 32;
+  o.batch = 64;
+  o.device_memory = 40.0 * (1ull << 30);
+  o.nccl = true;  // collkit plan's --collectives auto on a GPU topology
+  const PlanResult want = make_plan(load_model(kSource + "/models/gpt2-1.5b.json"), *t, o);
+  EXPECT_EQ(row["fits"], want.fits);
+  EXPECT_EQ(row["step_time_s"].get<double>(), want.plan.step_time());
+  EXPECT_EQ(row["comm_time_s"].get<double>(), want.plan.comm_time);
+  EXPECT_EQ(row["tp"], want.plan.layout.tp);
+  EXPECT_EQ(row["pp"], want.plan.layout.pp);
+  EXPECT_EQ(row["dp"], want.plan.layout.dp);
+  EXPECT_EQ(row["micro_batch"], want.plan.layout.micro_batch);
 }
 
 TEST(Output, BestMachinePerColumnAndFiles) {

@@ -160,10 +160,12 @@ TEST(Grid, BadFilesNameFileFieldAndValue) {
 }
 
 TEST(Grid, PlanGridReadsModelsAndBatches) {
-  const Grid g = read_grid(kSource + "/sweeps/gpt3-plan.json");
+  const Grid g = read_grid(kSource + "/sweeps/plan-small.json");
   EXPECT_EQ(g.kind, GridKind::plan);
   EXPECT_EQ(g.models.size(), 2u);
-  EXPECT_EQ(g.batches, (std::vector<std::int64_t>{256, 512}));
+  EXPECT_EQ(g.batches, (std::vector<std::int64_t>{64, 256}));
+  EXPECT_EQ(g.device_memory, 40.0 * (1ull << 30));
+  EXPECT_EQ(g.model_names, (std::vector<std::string>{"gpt2-1.5b", "llama2-7b"}));
   EXPECT_EQ(g.points(), 4u * 4u);
   const std::string bad =
       write_grid("badplan.json", "{\"sweep\": \"plan\", \"topology\": \"" + topology_path() +
