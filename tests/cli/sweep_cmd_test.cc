@@ -1,6 +1,6 @@
-// collkit sweep as a user runs it: the same files on 1, 2 and 3 threads and,
-// under mpirun, on 4 processes as on one; a bad grid file exits 2 with one
-// line naming file, field and value, and writes nothing.
+// collkit sweep as a user runs it: the same files on 1, 2 and 3 threads; a
+// bad grid file exits 2 with one line naming file, field and value, and
+// writes nothing. Under mpirun: sweep_mpi_test.cc.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -86,28 +86,6 @@ TEST_F(SweepCmd, BadGridExits2WithOneLineAndNoFiles) {
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("none.json: cannot open the grid file"), std::string::npos)
       << missing.err;
-}
-
-// The check: mpirun -np 4 writes what one process writes.
-TEST_F(SweepCmd, FourMpiProcessesWriteWhatOneWrites) {
-#ifndef COLLKIT_MPIEXEC
-  GTEST_SKIP() << "collkit was built without MPI";
-#else
-  const std::string grid = " '" + kSource + "/sweeps/small.json'";
-  const auto one = run_collkit("sweep" + grid + " --quiet" + outputs("one"), dir_);
-  ASSERT_EQ(one.exit_code, 0) << one.err;
-  const std::string mpirun =
-      std::string("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 '") + COLLKIT_MPIEXEC +
-      "' -np 4 --oversubscribe --allow-run-as-root --bind-to none '" + COLLKIT_BINARY + "' sweep" +
-      grid + " --jobs 1" + outputs("four");
-  const fs::path log = dir_ / "mpirun.log";
-  const int status = std::system(
-      (mpirun + " >'" + (dir_ / "mpirun.out").string() + "' 2>'" + log.string() + "'").c_str());
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(log);
-  EXPECT_NE(slurp(log).find("on 4 MPI process(es) x 1 thread(s)"), std::string::npos) << slurp(log);
-  EXPECT_EQ(slurp(dir_ / "mpirun.out"), one.out);
-  expect_same("one", "four");
-#endif
 }
 
 }  // namespace
