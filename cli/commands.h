@@ -21,6 +21,7 @@ void add_report_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_verify_command(CLI::App& app);
 void add_tuner_command(CLI::App& app);
+void add_sweep_command(CLI::App& app);
 
 // The command line as the process got it (set once by main): what a report
 // and a -J file record under "args", so that every setting that changed a

@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
   collkit::cli::add_report_command(app);
   collkit::cli::add_compare_command(app);
   collkit::cli::add_tuner_command(app);
+  collkit::cli::add_sweep_command(app);
 #ifdef COLLKIT_HAVE_REALRUN
   collkit::cli::add_bench_command(app);
 #endif

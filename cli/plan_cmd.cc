@@ -320,7 +320,9 @@ void add_plan_command(CLI::App& app) {
   cmd->add_flag("--no-search", a->no_search,
                 "Price the layout given by --tp --pp --dp ... alone, as the plan, without "
                 "searching for the planner's choice");
-  cmd->add_option("--jobs", a->jobs, "Simulations in parallel (0 = every core)");
+  cmd->add_option("--jobs", a->jobs,
+                  "Threads that simulate the collectives of the layouts at once (default 0 = "
+                  "every core); the plan is the same whatever the count");
   cmd->add_option("--net-model", a->net_model, "Network model: flow (default) or alpha-beta");
   cmd->add_option("--devices-per-node", a->devices_per_node,
                   "Ranks per node for tensor/pipeline parallelism (0 = the topology's nodes)");

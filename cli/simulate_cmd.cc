@@ -94,6 +94,7 @@ struct SimulateArgs {
   std::string nccl_version;     // --nccl-version; empty = the topology's, else the default
   bool explain = false;
   bool quiet = false;
+  int jobs = 0;  // --jobs; 0 = every core
 };
 
 // A non-negative integer flag, with the flag's name in the error.
@@ -158,6 +159,7 @@ void run_simulate(const SimulateArgs& a) {
   sweep.segment_bytes = parse_segment_bytes("--segment", a.segment, sweep.dtype);
   sweep.group_size = parse_int("--group", a.group);
   sweep.nccl_buffsize = parse_nccl_buffsize("--nccl-buffsize", a.buffsize);
+  sweep.jobs = a.jobs;
   int ranks = parse_int("--ranks", a.ranks);
   // An algorithm fixed to a rank count (msccl:FILE.xml: the file's ngpus)
   // runs on that many ranks of the topology unless --ranks says otherwise.
@@ -437,6 +439,10 @@ void add_simulate_command(CLI::App& app) {
                 "After the table, for each size: every (algorithm, protocol, channels) NCCL "
                 "weighs, its estimate, the simulated time of each, and the NCCL settings that "
                 "would change the choice (also in --json, key nccl_explain)");
+  cmd->add_option("--jobs", a->jobs,
+                  "Threads that simulate the (algorithm, size) points at once (default 0 = every "
+                  "core); the output is the same whatever the count")
+      ->check(CLI::Range(0, 4096));
   cmd->add_option("--json", a->json_path, "Write the report as JSON to this file");
   cmd->add_option("--csv", a->csv_path, "Write the rows as CSV to this file");
   cmd->add_option("-J,--output_file", a->nccl_tests_json,

@@ -8,7 +8,8 @@
 # every use is listed explicitly (no transitive permission). Subfolders belong
 # to their folder (realrun/device is realrun). Folders not listed here (cli,
 # tests, fuzz, bench) are programs on top and may use every layer.
-set(COLLKIT_LAYERS core algorithms topologies sim realrun reports calibration planner interop tuner)
+set(COLLKIT_LAYERS core algorithms topologies sim realrun reports calibration planner interop tuner
+                   whatif)
 
 set(COLLKIT_USES_core "")
 set(COLLKIT_USES_algorithms core)
@@ -21,3 +22,4 @@ set(COLLKIT_USES_planner core algorithms topologies sim)
 set(COLLKIT_USES_interop core algorithms)
 # tuner/plugin (the NCCL tuner .so) compiles tuner_model.cc alone: core/error.h only.
 set(COLLKIT_USES_tuner core algorithms topologies sim)
+set(COLLKIT_USES_whatif core algorithms topologies sim reports planner)

@@ -592,25 +592,30 @@ std::vector<ChartGroup> build_chart_groups(const std::vector<NamedReport>& input
   return groups;
 }
 
+std::string html_page_start(const std::string& title, const std::string& extra_css) {
+  return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" +
+         html_escape(title) +
+         "</title>\n<style>\n"
+         "body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}\n"
+         "svg.chart{display:block;max-width:100%;height:auto;font-size:12px}\n"
+         ".grid line{stroke:#e4e4e4}\n.axis{stroke:#444}\n"
+         ".axis-label{font-size:13px;fill:#333}\n"
+         "circle:hover,rect:hover{stroke:#000;stroke-width:2}\n"
+         "table{border-collapse:collapse;margin:8px 0 32px;font-size:13px}\n"
+         "th,td{border:1px solid #ccc;padding:3px 8px}\nth{background:#f3f3f3}\n"
+         "td.num{text-align:right;font-variant-numeric:tabular-nums}\ntd.best{font-weight:bold}\n"
+         "input.toggle{position:absolute;opacity:0;pointer-events:none}\n"
+         ".toggles{font-size:13px;margin:4px 0 8px}\n"
+         ".toggles label{cursor:pointer;margin-right:14px;white-space:nowrap}\n"
+         ".swatch{display:inline-block;width:22px;margin-right:5px;vertical-align:middle;"
+         "border-top:3px solid}\n.swatch.dashed{border-top-style:dashed}\n" +
+         extra_css + "</style>\n</head>\n<body>\n<h1>" + html_escape(title) + "</h1>\n";
+}
+
 std::string render_html_report(const std::vector<NamedReport>& inputs) {
   const std::vector<ChartGroup> groups = build_chart_groups(inputs);
-  std::string o =
-      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-      "<title>collkit report</title>\n<style>\n"
-      "body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}\n"
-      "svg.chart{display:block;max-width:100%;height:auto;font-size:12px}\n"
-      ".grid line{stroke:#e4e4e4}\n.axis{stroke:#444}\n"
-      ".axis-label{font-size:13px;fill:#333}\n"
-      "circle:hover,rect:hover{stroke:#000;stroke-width:2}\n"
-      "table{border-collapse:collapse;margin:8px 0 32px;font-size:13px}\n"
-      "th,td{border:1px solid #ccc;padding:3px 8px}\nth{background:#f3f3f3}\n"
-      "td.num{text-align:right;font-variant-numeric:tabular-nums}\ntd.best{font-weight:bold}\n"
-      "input.toggle{position:absolute;opacity:0;pointer-events:none}\n"
-      ".toggles{font-size:13px;margin:4px 0 8px}\n"
-      ".toggles label{cursor:pointer;margin-right:14px;white-space:nowrap}\n"
-      ".swatch{display:inline-block;width:22px;margin-right:5px;vertical-align:middle;"
-      "border-top:3px solid}\n.swatch.dashed{border-top-style:dashed}\n"
-      "</style>\n</head>\n<body>\n<h1>collkit report</h1>\n";
+  std::string o = html_page_start("collkit report");
+
   o += "<p>Per chart: busbw against message size, then time against message size on "
        "log-log axes (every size visible; a slope of 1 means bandwidth-bound, 0 "
        "latency-bound). Solid lines and filled points are "

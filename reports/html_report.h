@@ -77,6 +77,11 @@ std::string render_markdown_report(const std::vector<NamedReport>& inputs);
 
 // "512 B", "64 KiB", "1.5 MiB": the axis and table labels.
 std::string size_label(std::int64_t bytes);
+// The start of a self-contained page: doctype, the stylesheet every collkit
+// page shares, <body> and an <h1> of `title`; the caller appends sections,
+// then "</body>\n</html>\n" (the report page, collkit sweep's page).
+// `extra_css`: rules of the page's own sections (kHeatmapCss, heatmap.h).
+std::string html_page_start(const std::string& title, const std::string& extra_css = "");
 // Escapes & < > " ' for HTML text and attributes.
 std::string html_escape(const std::string& text);
 

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 #include "algorithms/registry.h"
 #include "core/error.h"
+#include "core/parallel.h"
 
 namespace collkit {
 
@@ -32,17 +34,19 @@ std::vector<SweepPoint> run_sweep(const SweepSpec& sweep, const TimeFn& time_of,
   // Barrier moves no data: one point, whatever the sizes.
   const std::vector<std::int64_t> sizes =
       sweep.collective == Collective::barrier ? std::vector<std::int64_t>{0} : sweep.sizes;
-  std::vector<SweepPoint> points;
-  points.reserve(sweep.algorithms.size() * sizes.size());
   const std::size_t total = sweep.algorithms.size() * sizes.size();
-  for (const std::string& algorithm : sweep.algorithms) {
-    for (std::int64_t bytes : sizes) {
-      const SizeMapping size = map_size(sweep.collective, bytes, size_of(sweep.dtype), sweep.ranks);
-      points.push_back(
-          SweepPoint{algorithm, size, time_of(schedule_spec(sweep, algorithm, size)), {}});
-      if (progress) progress(points.size(), total);
-    }
-  }
+  std::vector<SweepPoint> points(total);
+  std::mutex mutex;
+  std::size_t done = 0;
+  parallel_for(total, sweep.jobs, [&](std::size_t i) {
+    const std::string& algorithm = sweep.algorithms[i / sizes.size()];
+    const SizeMapping size =
+        map_size(sweep.collective, sizes[i % sizes.size()], size_of(sweep.dtype), sweep.ranks);
+    points[i] = SweepPoint{algorithm, size, time_of(schedule_spec(sweep, algorithm, size)), {}};
+    const std::lock_guard<std::mutex> lock(mutex);
+    ++done;
+    if (progress) progress(done, total);
+  });
   return points;
 }
 

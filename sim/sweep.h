@@ -44,6 +44,11 @@ struct SweepSpec {
   // The NCCL version whose cost model makes NCCL's choice (--nccl-version);
   // none: the topology file's nccl.version, else kDefaultNcclVersion.
   std::optional<NcclVersion> nccl_version;
+  // Threads that time the (algorithm, size) points at once (--jobs;
+  // core/parallel.h; <= 0: every core). The points are stored by index, so
+  // the result is the same, bit for bit, whatever it is; memory grows with
+  // it, one simulation's state per thread.
+  int jobs = 1;
 };
 
 // The ScheduleSpec of one (algorithm, size) of the sweep.
@@ -52,7 +57,8 @@ ScheduleSpec schedule_spec(const SweepSpec& sweep, const std::string& algorithm,
 
 // Seconds one schedule takes.
 using TimeFn = std::function<double(const ScheduleSpec&)>;
-// Called after every (algorithm, size) with the number done and the total.
+// Called after every (algorithm, size) with the number done and the total
+// (from one thread at a time, done increasing, whatever SweepSpec::jobs is).
 using ProgressFn = std::function<void(std::size_t done, std::size_t total)>;
 
 // One (algorithm, size) of a sweep and the time it took.
@@ -66,7 +72,8 @@ struct SweepPoint {
 };
 
 // Runs every algorithm at every size (barrier: once, at size 0) and returns
-// the points grouped by algorithm, sizes in the sweep's order.
+// the points grouped by algorithm, sizes in the sweep's order; on
+// sweep.jobs threads, so time_of must be safe to call from several at once.
 std::vector<SweepPoint> run_sweep(const SweepSpec& sweep, const TimeFn& time_of,
                                   const ProgressFn& progress = {});
 

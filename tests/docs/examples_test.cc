@@ -34,7 +34,7 @@ const fs::path kRoot = COLLKIT_SOURCE_DIR;
 // The documents whose every session is checked.
 const char* const kDocuments[] = {"README.md",     "docs/PLANNER.md",    "docs/BENCH.md",
                                   "docs/MSCCL.md", "docs/NCCL_TESTS.md", "docs/SCHEDULE.md",
-                                  "docs/TUNER.md"};
+                                  "docs/TUNER.md", "docs/SWEEP.md"};
 
 // Commands shown but not run here, by prefix, with the reason.
 struct NotRun {

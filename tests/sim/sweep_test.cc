@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,45 @@ TEST(RunSweep, PointsInSweepOrder) {
   EXPECT_EQ(points[1].size.spec_count, 1024);  // collkit's total output
   EXPECT_DOUBLE_EQ(points[1].seconds, 1024e-9);
   EXPECT_DOUBLE_EQ(points[3].seconds, 2048e-9);
+}
+
+// --jobs: the same points, in the same order, on any number of threads;
+// progress counts up to the total one call at a time. Simulated on a real
+// topology, so the engine's shared state (the topology's route cache) is
+// exercised from several threads.
+TEST(RunSweep, SamePointsWhateverTheThreads) {
+  const std::unique_ptr<Topology> t =
+      load_topology(std::string(COLLKIT_SOURCE_DIR) + "/topologies/h100-cluster-4x8.json");
+  SweepSpec s = spec_of(Collective::all_reduce, {"ring", "nccl", "recursive_doubling"},
+                        {1 << 10, 1 << 16, 1 << 22, 1 << 26}, 32);
+  s.model = cost_params_of(*t, 32);
+  const std::vector<SweepPoint> one = simulate_sweep(s, *t, SimOptions{});
+  ASSERT_EQ(one.size(), 12u);
+  for (int jobs : {2, 3, 0}) {
+    s.jobs = jobs;
+    std::vector<std::size_t> seen;
+    const std::vector<SweepPoint> many =
+        simulate_sweep(s, *t, SimOptions{}, [&](std::size_t done, std::size_t total) {
+          EXPECT_EQ(total, 12u);
+          seen.push_back(done);
+        });
+    ASSERT_EQ(many.size(), one.size());
+    for (std::size_t i = 0; i < one.size(); ++i) {
+      EXPECT_EQ(many[i].algorithm, one[i].algorithm) << i;
+      EXPECT_EQ(many[i].size.bytes, one[i].size.bytes) << i;
+      EXPECT_EQ(many[i].seconds, one[i].seconds) << jobs << " " << i;  // bit for bit
+      EXPECT_EQ(many[i].note, one[i].note) << i;
+    }
+    ASSERT_EQ(seen.size(), 12u);
+    for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], i + 1);
+  }
+  // The order is the sweep's (grouped by algorithm) and each time is the
+  // schedule simulated alone.
+  s.node_size = t->ranks_per_node(32);
+  EXPECT_EQ(one[4].algorithm, "nccl");
+  EXPECT_EQ(one[6].size.bytes, 1 << 22);
+  EXPECT_EQ(one[0].seconds,
+            simulate(*make_schedule(schedule_spec(s, "ring", one[0].size)), *t, SimOptions{}).time);
 }
 
 TEST(NetModelNames, RoundTrip) {
