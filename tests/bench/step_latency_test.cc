@@ -4,6 +4,8 @@
 // CUDA's reason (skipped where a device is present). With a device: the
 // --quick run measures every variant, each message arrives with every word
 // right, and the report's figures hang together (skipped without one).
+#include "bench/step_latency.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -27,14 +29,68 @@ std::filesystem::path scratch_dir() {
   return d;
 }
 
+// The build's path, or (a build carried to another machine, as
+// scripts/gpu-build.sh's is) the program beside this one's folder.
+std::string bench_path() {
+  if (std::filesystem::exists(COLLKIT_STEP_LATENCY_BENCH)) return COLLKIT_STEP_LATENCY_BENCH;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe");
+  return (self.parent_path().parent_path() / "bench" / "step_latency_bench").string();
+}
+
 testing_cli::RunResult run_bench(const std::string& args) {
-  return run_program(COLLKIT_STEP_LATENCY_BENCH, args, scratch_dir());
+  return run_program(bench_path(), args, scratch_dir());
 }
 
 int lines_of(const std::string& s) {
   int n = 0;
   for (const char c : s) n += c == '\n';
   return n;
+}
+
+// Where the kernels put a message's data and flag (bench/step_latency.h):
+// hand-worked cases, then the rules for every size the bench accepts
+// around them.
+TEST(StepLatencyBenchTest, LayoutsPutTheFlagWhereTheNameSays) {
+  using step_latency::FlagPlace;
+  using step_latency::layout_of;
+  using step_latency::Proto;
+  struct Same {
+    std::int64_t bytes, data, flag;
+  };
+  // The flag in the last 16 bytes of the data's last 128-byte line.
+  for (const Same c : {Same{16, 96, 112}, Same{64, 48, 112}, Same{112, 0, 112}, Same{128, 112, 240},
+                       Same{512, 112, 624}}) {
+    const auto l = layout_of(Proto::add_release_gpu, FlagPlace::same_line, c.bytes);
+    EXPECT_EQ(l.data, c.data) << c.bytes;
+    EXPECT_EQ(l.flag, c.flag) << c.bytes;
+  }
+  EXPECT_EQ(layout_of(Proto::fence_gpu, FlagPlace::separate_line, 64).flag, 128);
+  EXPECT_EQ(layout_of(Proto::fence_gpu, FlagPlace::separate_line, 128).flag, 128);
+  EXPECT_EQ(layout_of(Proto::fence_gpu, FlagPlace::separate_line, 144).flag, 256);
+  EXPECT_EQ(layout_of(Proto::ll, FlagPlace::separate_line, 512).region, 1024);
+  EXPECT_EQ(layout_of(Proto::ll128, FlagPlace::separate_line, 512).region, 5 * 128);
+  for (std::int64_t bytes = 16; bytes <= 8192; bytes += 16) {
+    SCOPED_TRACE(bytes);
+    const auto s = layout_of(Proto::store_release_gpu, FlagPlace::separate_line, bytes);
+    EXPECT_EQ(s.data, 0);
+    EXPECT_EQ(s.flag % 128, 0);  // a line of its own, after the data
+    EXPECT_GE(s.flag, bytes);
+    EXPECT_LT(s.flag - bytes, 128);
+    EXPECT_EQ(s.region, s.flag + 128);
+    const auto m = layout_of(Proto::store_release_gpu, FlagPlace::same_line, bytes);
+    EXPECT_EQ(m.data % 16, 0);  // 16-byte vectors
+    EXPECT_EQ(m.data + bytes, m.flag);
+    EXPECT_EQ(m.flag % 128, 112);
+    EXPECT_EQ((m.flag - 1) / 128, m.flag / 128);  // the last data byte shares its line
+    EXPECT_LT(m.data, 128);
+    for (const auto& l : {s, m}) {
+      EXPECT_EQ(l.stride % 4096, 0);
+      EXPECT_GE(l.stride, l.region);
+    }
+    EXPECT_EQ(layout_of(Proto::ll, FlagPlace::same_line, bytes).region, 2 * bytes);
+    EXPECT_EQ(layout_of(Proto::ll128, FlagPlace::same_line, bytes).region,
+              (bytes + 119) / 120 * 128);
+  }
 }
 
 TEST(StepLatencyBenchTest, BadFlagsAreOneLineAndExitTwo) {
