@@ -112,7 +112,7 @@ elif want latency; then
   # KiB) should take well under a minute, --quick a few seconds; STEP_LIMIT
   # bounds it, and a wait that hangs gives up after 2 s. Its table goes to bench.log;
   # the launch floor and any failure to the summary too.
-  step "step_latency_bench ${LATENCY_ARGS:-}" "$out/bench.log" "$build/bench/step_latency_bench" \
+  step "step_latency_bench${LATENCY_ARGS:+ $LATENCY_ARGS}" "$out/bench.log" "$build/bench/step_latency_bench" \
     ${LATENCY_ARGS:-} --json "$out/latency.json"
   grep "^# empty kernel\|^# FAILED\|TIMED OUT\|N/A (not resident)" "$out/bench.log" | tee -a "$summary"
 fi
