@@ -26,13 +26,15 @@ cmake -S "$root" -B "$build" -G Ninja \
 # The host tests (realrun_interpreter, realrun_multirank, ...) run in CI.
 # GPU_TARGETS replaces the list (add reduce_kernel_bench for the kernel
 # stage, and drop a test to make room).
+# step_latency_bench (2 MB, its own kernels only) and its test go along
+# for the latency stage.
 targets=(${GPU_TARGETS:-collkit realrun_device_reduce realrun_cuda_multirank
-         realrun_cuda_interpreter realrun_cuda_bench_cli})
+         realrun_cuda_interpreter realrun_cuda_bench_cli step_latency_bench bench_step_latency})
 cmake --build "$build" -j"$jobs" --target "${targets[@]}"
 
 # Shared libraries outside glibc/libstdc++/NCCL/the driver go along.
 mkdir -p "$build/lib"
-for exe in "$build/cli/collkit" "$build/bench/reduce_kernel_bench" "$build"/tests/realrun_*; do
+for exe in "$build/cli/collkit" "$build"/bench/*_bench "$build"/tests/realrun_* "$build"/tests/bench_*; do
   [ -x "$exe" ] || continue
   ldd "$exe" | awk '/=> \// {print $3}' | while read -r lib; do
     case "$(basename "$lib")" in

@@ -4,9 +4,9 @@
 #
 #   device run: carry ["build-gpu"], command "bash scripts/gpu-run.sh all"
 #
-# Stages (one or several, in order): protocols unit sweep (together: tests)
-# kernel vranks graph engines sanitizer; "all" is every one but protocols,
-# graph and engines.
+# Stages (one or several, in order): protocols latency unit sweep (together:
+# tests) kernel vranks graph engines sanitizer; "all" is every one but
+# protocols, latency, graph and engines.
 # The measurements come before the sanitizer runs, which are the slowest.
 # Writes at most 8 files under $OUT (the tool's limit): summary.txt,
 # tests.log, sanitizer.log, kernel_bench.json, bench.log, ar_p2.json,
@@ -14,7 +14,12 @@
 # the last four (run it without kernel and vranks); engines writes
 # engines_p<P>_<interpreter|streams>_G<0|10>.json (four files for one P: run
 # it alone, or with unit; ENGINES_CHECKS and ENGINES_RUNS, lists of
-# engine:G, narrow its checked and timed runs). SWEEP_ENGINES and SWEEP_P narrow the sweep. The summary (printed last) has one
+# engine:G, narrow its checked and timed runs). latency writes latency.json
+# (bench/step_latency_bench: the cost of one dependent step by protocol,
+# flag place, warp or block and lanes; docs/BENCH.md "Step latency"; its
+# table goes to bench.log): with unit and engines for one P that makes 8
+# files (summary, tests.log, bench.log, latency.json, four engines files);
+# LATENCY_ARGS adds flags (e.g. "--quick", "--filter L1/"). SWEEP_ENGINES and SWEEP_P narrow the sweep. The summary (printed last) has one
 # line per step with its exit code; the logs have everything. Each stage fits well inside
 # one 10-minute call on an H100; "all" is meant for one call, but split it
 # (e.g. "tests sanitizer" then "kernel vranks") if a run comes close.
@@ -30,7 +35,8 @@ stages=("$@")
 want() {
   for s in "${stages[@]}"; do
     [ "$s" = "$1" ] && return 0
-    [ "$s" = all ] && [ "$1" != graph ] && [ "$1" != engines ] && [ "$1" != protocols ] && return 0
+    [ "$s" = all ] && [ "$1" != graph ] && [ "$1" != engines ] && [ "$1" != protocols ] \
+      && [ "$1" != latency ] && return 0
     [ "$s" = tests ] && { [ "$1" = unit ] || [ "$1" = sweep ]; } && return 0
   done
   return 1
@@ -97,12 +103,27 @@ if want protocols; then
   done
 fi
 
+if want latency && [ ! -x "$build/bench/step_latency_bench" ]; then
+  echo "latency: skipped, step_latency_bench not built (GPU_TARGETS of gpu-build.sh)" | tee -a "$summary"
+elif want latency; then
+  # What one dependent step costs (docs/BENCH.md "Step latency"): medians
+  # per round trip of every variant, the launch floor. Not yet run on a GPU:
+  # 105 variants x 5 launches x 4,100 round trips of a few us (tens at 128
+  # KiB) should take well under a minute, --quick a few seconds; STEP_LIMIT
+  # bounds it, and a wait that hangs gives up after 2 s. Its table goes to bench.log;
+  # the launch floor and any failure to the summary too.
+  step "step_latency_bench${LATENCY_ARGS:+ $LATENCY_ARGS}" "$out/bench.log" "$build/bench/step_latency_bench" \
+    ${LATENCY_ARGS:-} --json "$out/latency.json"
+  grep "^# empty kernel\|^# FAILED\|TIMED OUT\|N/A (not resident)" "$out/bench.log" | tee -a "$summary"
+fi
+
 log="$out/tests.log"
 if want unit; then
   # The GPU test programs (gpu-build.sh builds only these; the host tests
   # run in CI).
   for t in ${UNIT_TESTS:-realrun_device_reduce realrun_cuda_interpreter realrun_cuda_multirank \
-           realrun_cuda_bench_cli}; do
+           realrun_cuda_bench_cli bench_step_latency}; do
+    [ -x "$build/tests/$t" ] || { echo "test $t: not built (GPU_TARGETS)" | tee -a "$summary"; continue; }
     step "test $t" "$log" "$build/tests/$t" --gtest_brief=1
   done
 fi

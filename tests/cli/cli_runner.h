@@ -27,17 +27,18 @@ inline std::string slurp(const std::filesystem::path& p) {
   return s.str();
 }
 
-// `args` are shell words appended to the binary's path; `dir` must exist and
-// is left as it was.
-inline RunResult run_collkit(const std::string& args, const std::filesystem::path& dir) {
+// Runs `binary` with `args` (shell words appended to its path); `dir` must
+// exist and is left as it was.
+inline RunResult run_program(const std::string& binary, const std::string& args,
+                             const std::filesystem::path& dir) {
   // Named per process and call: tests of several executables share a
   // scratch directory (::testing::TempDir()) and ctest runs them at once.
   static int calls = 0;
   const std::string tag = std::to_string(::getpid()) + "." + std::to_string(++calls);
   const auto out = dir / (".stdout." + tag);
   const auto err = dir / (".stderr." + tag);
-  const std::string cmd = std::string("'") + COLLKIT_BINARY + "' " + args + " >'" + out.string() +
-                          "' 2>'" + err.string() + "'";
+  const std::string cmd =
+      "'" + binary + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
   const int status = std::system(cmd.c_str());
   RunResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -46,6 +47,11 @@ inline RunResult run_collkit(const std::string& args, const std::filesystem::pat
   std::filesystem::remove(out);
   std::filesystem::remove(err);
   return r;
+}
+
+// The built collkit binary.
+inline RunResult run_collkit(const std::string& args, const std::filesystem::path& dir) {
+  return run_program(COLLKIT_BINARY, args, dir);
 }
 
 }  // namespace collkit::testing_cli
