@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "core/error.h"
 #include "core/nccl_sizes.h"
 #include "reports/inputs.h"
@@ -785,6 +787,54 @@ TEST(NcclTestsData, EveryFileParsesWithItsRowsAndFigures) {
     EXPECT_EQ(r.results[1].wrong, d.collective == Collective::all_to_all ? -1 : 0);
     EXPECT_EQ(r.results[0].wrong, 0);
   }
+}
+
+// rccl-tests prints the same table as nccl-tests, with its own version line
+// ("# rccl-tests: Version develop:448c4c7") and RCCL's ("# RCCL version :
+// 2.22.3-HEAD:7d8d67c"): the reports say the library is RCCL, its version,
+// and name no NCCL version (RCCL's numbers follow NCCL's, its cost model
+// does not). The one-node run's log was cut before its RCCL line.
+TEST(NcclTestsData, RcclTestsLogsNameRcclAndItsVersion) {
+  const auto extra = [](const char* name, int ranks) {
+    ReadOptions o;
+    o.collective = Collective::all_reduce;
+    o.ranks = ranks;
+    return read_runs((data_dir() / name).string(), o).at(0).report.extra;
+  };
+  const Json two = extra("mi300xx16_2node_allreduce_rccl_hisohara-aac10.txt", 16);
+  EXPECT_EQ(two.value("library", ""), "RCCL");
+  EXPECT_EQ(two.value("rccl_version", ""), "2.22.3");
+  EXPECT_EQ(two.value("rccl_version_line", ""), "2.22.3-HEAD:7d8d67c");
+  EXPECT_EQ(two.value("rccl_tests_version", ""), "develop:448c4c7");
+  EXPECT_FALSE(two.contains("nccl_version"));
+  const Json one = extra("mi300xx8_allreduce_rccl_hisohara-aac8.txt", 8);
+  EXPECT_EQ(one.value("library", ""), "RCCL");
+  EXPECT_EQ(one.value("rccl_tests_version", ""), "develop:a7809b3");
+  EXPECT_FALSE(one.contains("rccl_version"));
+  // The same lines as a raw log prints them, without '#'.
+  const std::string raw =
+      "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg "
+      "iters: 1 validation: 1 graph: 0\n#\nrccl-tests: Version develop:5272cd1\nRCCL version : "
+      "2.26.6-HEAD:6ade506\nHIP version  : 7.0.51831-a3e329ad8\n#\n"
+      "#                                                              out-of-place                "
+      "       in-place\n#       size         count      type   redop    root     time   algbw   "
+      "busbw #wrong     time   algbw   busbw #wrong\n#        (B)    (elements)                   "
+      "            (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n           8             2"
+      "     float     sum      -1    41.16    0.00    0.00      0    39.80    0.00    0.00      0\n";
+  const fs::path tmp =
+      fs::temp_directory_path() / ("collkit_rccl_raw_log_" + std::to_string(::getpid()) + ".txt");
+  {
+    std::ofstream out(tmp);
+    out << raw;
+  }
+  ReadOptions o;
+  o.collective = Collective::all_reduce;
+  o.ranks = 16;
+  const Json x = read_runs(tmp.string(), o).at(0).report.extra;
+  fs::remove(tmp);
+  EXPECT_EQ(x.value("library", ""), "RCCL");
+  EXPECT_EQ(x.value("rccl_version", ""), "2.26.6");
+  EXPECT_EQ(x.value("rccl_tests_version", ""), "develop:5272cd1");
 }
 
 // busbw from the time with nccl-tests' factors, against the printed busbw,
