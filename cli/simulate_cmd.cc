@@ -74,7 +74,9 @@ int parse_int(const std::string& flag, const std::string& text) {
 void check_algorithm_names(Collective c, const std::vector<std::string>& names) {
   for (const std::string& full : names) {
     if (find_schedule_source(full)) continue;  // e.g. msccl:FILE.xml, checked when built
-    const auto [name, variant] = split_algorithm_name(full);
+    // "rccl[:variant]" is the nccl family on an AMD machine (sim/nccl.h).
+    const std::string family = is_rccl_algorithm(full) ? "nccl" + full.substr(4) : full;
+    const auto [name, variant] = split_algorithm_name(family);
     const AlgorithmDef& def = find_algorithm(c, name);
     bool known = variant.empty();
     std::string valid;
