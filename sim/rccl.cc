@@ -24,6 +24,7 @@ void set27(double (&row)[27], const double (&values)[27]) {
 // gfx942.
 RcclTuning build_gfx942() {
   RcclTuning t;
+  t.version = "2.21.5";
   t.source = "ROCm/rccl 2.21.5 src/graph/tuning.cc tuning_model_5 (gfx942)";
   set3(t.base_lat[0], 12.0, 12.0, 17.0);
   set3(t.base_lat[1], 12.0, 12.0, 17.0);
@@ -50,7 +51,7 @@ RcclTuning build_gfx942() {
   set27(t.ring_correction[2], {0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1,
                                0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.8, 1.0, 1.0, 1.0});
   t.ring_ll_rooted_one_node = 1.65;
-  t.threads = 256;  // src/include/device.h: NCCL_MAX_NTHREADS 256 (HIP)
+  t.threads = 256;             // src/include/device.h: NCCL_MAX_NTHREADS 256 (HIP)
   t.thread_threshold[0] = 8;   // NCCL_LL_THREAD_THRESHOLD
   t.thread_threshold[1] = 8;   // NCCL_LL128_THREAD_THRESHOLD
   t.thread_threshold[2] = 64;  // NCCL_SIMPLE_THREAD_THRESHOLD

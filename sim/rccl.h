@@ -15,7 +15,8 @@
 namespace collkit {
 
 struct RcclTuning {
-  std::string_view source;  // where the figures were read
+  std::string_view version;  // the RCCL release the figures are of, "2.21.5"
+  std::string_view source;   // where the figures were read
   // baseLat (us): [tree, ring][LL, LL128, Simple].
   double base_lat[2][3] = {};
   // The tuning model's hwLat (us): [xGMI (RCCL's NVLink row), PCI,
