@@ -53,8 +53,7 @@ constexpr int kMaxNvlsArity = 32, kMaxDirectLocalRanks = 8;
 // twice its NVLink side.
 constexpr double kSm90SpeedsIntra[] = {60.0, 50.0, 40.0, 30.0, 24.0, 20.0,
                                        15.0, 12.0, 11.0, 6.0,  3.0};
-constexpr double kSm100SpeedsIntra[] = {90.0, 80.0, 70.0, 60.0, 50.0,
-                                        40.0, 30.0, 24.0, 20.0, 19.0};
+constexpr double kSm100SpeedsIntra[] = {90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0};
 // NVLSTree's mid-size correction on Blackwell has a 24th entry (256 MiB up)
 // from 2.29.2 (tuning.cc, treeCorrectionFactor).
 constexpr double kNcclTreeCorrection24[3] = {1.0, 1.0, .9};
@@ -133,7 +132,8 @@ std::optional<NcclModelEntry> rccl_entry(const NcclContext& ctx, Collective c, i
   // busBw: the graph's channels x per-channel bw, which RCCL's machine
   // models set to the GPU's total link bandwidth over the channels, times
   // the tuning model's ratio (rows: <= 2 nodes, more).
-  const double graph_bw = a == 1 ? ctx.ring_channels * ctx.ring_bw : ctx.tree_channels * ctx.tree_bw;
+  const double graph_bw =
+      a == 1 ? ctx.ring_channels * ctx.ring_bw : ctx.tree_channels * ctx.tree_bw;
   double bus = graph_bw * t.bw_ratio[nodes <= 2 ? 0 : 1][a][p];
   if (a == 1 && p == 0 && rooted && nodes == 1) bus *= t.ring_ll_rooted_one_node;
   const int nsteps = ar ? 2 * (n - 1) : gs ? n - 1 : n;
@@ -147,8 +147,7 @@ std::optional<NcclModelEntry> rccl_entry(const NcclContext& ctx, Collective c, i
   double lat = t.base_lat[a][p];
   if (a == 1) {
     if (rooted) {
-      lat += ctx.ring_same_channels ? t.hw_lat[hw][1][p]
-                                    : nsteps * t.hw_lat[hw][p == 2 ? 0 : 1][p];
+      lat += ctx.ring_same_channels ? t.hw_lat[hw][1][p] : nsteps * t.hw_lat[hw][p == 2 ? 0 : 1][p];
     } else {
       if (nodes > 1) intra = std::max(intra, t.net_overhead_us * (p == 2 ? 3 : 1));
       const int inter_steps = nodes == 1 ? 0 : ar ? 2 * nodes : nodes - 1;
@@ -191,8 +190,8 @@ std::optional<NcclVariant> nccl_variant(const std::string& name) {
   if (!pinned_variant(name, variant)) {
     std::string valid(kNcclAuto);
     for (NcclVariant v : kNcclVariants) valid += ", " + std::string(to_string(v));
-    throw UsageError("unknown variant '" + name.substr(name.find(':') + 1) +
-                     "' of algorithm '" + name.substr(0, name.find(':')) + "'; valid: " + valid);
+    throw UsageError("unknown variant '" + name.substr(name.find(':') + 1) + "' of algorithm '" +
+                     name.substr(0, name.find(':')) + "'; valid: " + valid);
   }
   return variant;
 }
@@ -304,9 +303,7 @@ NcclContext nccl_context(const Topology& topology, int ranks, std::optional<Nccl
     ctx.nvls_heads = 0;
     ctx.collnet_heads = 0;
   }
-  ctx.arch = g.gpu == NcclGpu::a100                               ? 0
-             : g.gpu == NcclGpu::b200 || g.gpu == NcclGpu::gb200 ? 2
-                                                                  : 1;
+  ctx.arch = g.gpu == NcclGpu::a100 ? 0 : g.gpu == NcclGpu::b200 || g.gpu == NcclGpu::gb200 ? 2 : 1;
   ctx.x86_host = g.gpu != NcclGpu::gb200;
   ctx.net_latency = g.net_latency_us;
   // NVLS channels: 16 on sm90; on sm100 the release's count inside one

@@ -329,7 +329,8 @@ ChannelSearch search_channels(const Topology& topology, int ranks) {
         const bool even = node % 2 == 0;
         std::vector<int> path;
         if (!zig.empty()) {
-          for (int k = 0; k < d; ++k) path.push_back(m[zig[static_cast<std::size_t>(even ? k : d - 1 - k)]]);
+          for (int k = 0; k < d; ++k)
+            path.push_back(m[zig[static_cast<std::size_t>(even ? k : d - 1 - k)]]);
         } else if (d > 1 && !cycles.empty()) {
           path = mesh_path(cycles, m, even ? a : b, even ? b : a);
         }
@@ -371,7 +372,8 @@ ChannelSearch search_channels(const Topology& topology, int ranks) {
             const std::vector<int>& cyc = cycles[static_cast<std::size_t>(c) % cycles.size()];
             const int at =
                 static_cast<int>(std::find(cyc.begin(), cyc.end(), head_local) - cyc.begin());
-            for (int k = 0; k < d; ++k) chain.push_back(m[cyc[static_cast<std::size_t>((at + k) % d)]]);
+            for (int k = 0; k < d; ++k)
+              chain.push_back(m[cyc[static_cast<std::size_t>((at + k) % d)]]);
           } else {
             chain = node_path(topology, m, head,
                               m[(head_local + d - 1) % d] == head ? m[(head_local + 1) % d]

@@ -788,7 +788,8 @@ void gpu_completeness(const json& top, Topology& t) {
     t.warnings.push_back(field + ": missing: " + why + " but not this, so " + effect);
   };
   if (!pr) {
-    lacks("protocols", "LL, LL128 and Simple cost the same (no wire efficiency, base latency or chunk)");
+    lacks("protocols",
+          "LL, LL128 and Simple cost the same (no wire efficiency, base latency or chunk)");
   } else {
     for (const char* p : {"LL", "LL128", "Simple"})
       if (!pr->contains(p))
@@ -799,8 +800,7 @@ void gpu_completeness(const json& top, Topology& t) {
     lacks("endpoint.pipelined",
           "sends wait for their receiver (rendezvous) instead of NCCL's eager FIFOs");
   if (!launch) lacks("endpoint.launch_us", "no call pays a host launch floor");
-  if (!nc || !nc->contains("gpu"))
-    lacks("nccl.gpu", "NCCL's H100 constants choose what NCCL runs");
+  if (!nc || !nc->contains("gpu")) lacks("nccl.gpu", "NCCL's H100 constants choose what NCCL runs");
 }
 
 std::string stem(const std::string& file) {

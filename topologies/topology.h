@@ -97,8 +97,8 @@ enum class NcclGpu : std::uint8_t { a100, h100, h200, b200, gb200, mi300x, mi325
 // "A100", "H100", ...: the spelling of the `nccl.gpu` key.
 const char* to_string(NcclGpu g);
 // Every value, in the order the loader lists them.
-inline constexpr NcclGpu kNcclGpus[] = {NcclGpu::a100,  NcclGpu::h100,   NcclGpu::h200,
-                                        NcclGpu::b200,  NcclGpu::gb200,  NcclGpu::mi300x,
+inline constexpr NcclGpu kNcclGpus[] = {NcclGpu::a100,  NcclGpu::h100,  NcclGpu::h200,
+                                        NcclGpu::b200,  NcclGpu::gb200, NcclGpu::mi300x,
                                         NcclGpu::mi325x};
 // AMD GPUs, whose library is RCCL (sim/rccl.h).
 inline bool is_amd(NcclGpu g) { return g == NcclGpu::mi300x || g == NcclGpu::mi325x; }
@@ -114,7 +114,7 @@ struct NcclGraphInfo {
   double tree_bw = 0;
   int nvls_heads = 0;
   double nvls_bw = 0;
-  int runtime_channels = 0;  // channels at run time (NCCL doubles the graph's)
+  int runtime_channels = 0;     // channels at run time (NCCL doubles the graph's)
   NcclGpu gpu = NcclGpu::h100;  // "gpu": whose constants NCCL's (or RCCL's) cost model uses
   // "net_latency_us": the latency the network plugin reports to NCCL
   // (ncclNet properties, NCCL's graph latencyInter), microseconds; NCCL

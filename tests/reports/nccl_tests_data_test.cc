@@ -5,6 +5,7 @@
 // printed busbw within the printed rounding, row by row, independently of the
 // reader's own checks.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -12,8 +13,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "core/error.h"
 #include "core/nccl_sizes.h"
@@ -820,7 +819,8 @@ TEST(NcclTestsData, RcclTestsLogsNameRcclAndItsVersion) {
       "       in-place\n#       size         count      type   redop    root     time   algbw   "
       "busbw #wrong     time   algbw   busbw #wrong\n#        (B)    (elements)                   "
       "            (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n           8             2"
-      "     float     sum      -1    41.16    0.00    0.00      0    39.80    0.00    0.00      0\n";
+      "     float     sum      -1    41.16    0.00    0.00      0    39.80    0.00    0.00      "
+      "0\n";
   const fs::path tmp =
       fs::temp_directory_path() / ("collkit_rccl_raw_log_" + std::to_string(::getpid()) + ".txt");
   {

@@ -121,8 +121,8 @@ struct Machine {
   double nvls_intra, nvls_inter;
   int collnet_heads;
   double collnet_bw;
-  int runtime;  // channels at run time
-  int arch;     // NCCL's compute-capability row: 0 Ampere, 1 Hopper, 2 Blackwell
+  int runtime;           // channels at run time
+  int arch;              // NCCL's compute-capability row: 0 Ampere, 1 Hopper, 2 Blackwell
   bool nvswitch = true;  // the GPUs of a node meet in a switch (CollNet Direct)
   bool x86 = true;       // the host is x86 (GB200's Grace is Arm)
 };
@@ -284,9 +284,7 @@ double hw_lat(NcclVersion v, int hw, int a, int p) {
 
 // The row NCCL uses for a GPU: Blackwell's exists from 2.25.1; before, an
 // sm100 GPU falls in Hopper's (compCapIndex stops at minCompCap >= 90).
-int row(NcclVersion v, int arch) {
-  return arch == kBlackwell && v < V(2, 25, 1) ? kHopper : arch;
-}
+int row(NcclVersion v, int arch) { return arch == kBlackwell && v < V(2, 25, 1) ? kHopper : arch; }
 // llMaxBws: one node by GPU (Ampere / Hopper / Blackwell rows), more by CPU
 // (Intel row, which Arm hosts share).
 double ll_max_bw(NcclVersion v, int arch, int nodes) {
