@@ -143,7 +143,10 @@ std::optional<NcclModelEntry> rccl_entry(const NcclContext& ctx, Collective c, i
   // network steps of an all_reduce and an AMD host's post overhead a step.
   const int hw = nodes == 1 ? 0 : 2;
   double intra = t.hw_lat[0][a][p];
-  const double inter = t.hw_lat[2][a][p] + ctx.net_latency * (p == 2 ? 2 : 1);
+  // A plugin's latency replaces RCCL's network hop (NCCL adds it instead),
+  // and is added once more for Simple.
+  const double inter =
+      (ctx.net_latency > 0 ? ctx.net_latency : t.hw_lat[2][a][p]) + (p == 2 ? ctx.net_latency : 0);
   double lat = t.base_lat[a][p];
   if (a == 1) {
     if (rooted) {
