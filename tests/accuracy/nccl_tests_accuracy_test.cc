@@ -137,6 +137,9 @@ const Table kTables[] = {
      "b200-cluster-2x8-roce", "nccl", DataType::float32, 1, {20, 20, 10}, {93, 93, 48}},
     {"b200x2_2node-1pernode_allgather_dranet-gke-a4.txt", Collective::all_gather, 2,
      "b200-cluster-2x8-roce", "nccl", DataType::float32, 1, {20, 20, 10}, {39, 26, 23}, 1},
+    // One GB200 NVL72 rack: 72 GPUs in one NVLink domain (NVLS across it).
+    {"gb200x72_nvl72_allreduce_coreweave-pr43.txt", Collective::all_reduce, 72, "gb200-nvl72",
+     "nccl", DataType::float32, 1, {-1, -1, 10}, {-1, -1, 10}},
     {"mi300xx8_allreduce_rccl_hisohara-aac8.txt", Collective::all_reduce, 8, "mi300x-8", "rccl",
      DataType::float32, 1, {20, 20, 10}, {59, 21, 10}},
     {"mi300xx16_2node_allreduce_rccl_hisohara-aac10.txt", Collective::all_reduce, 16,
