@@ -112,6 +112,11 @@ std::vector<NvlsWork> nvls_work(const ScheduleSpec& spec, const std::vector<Nvls
     w.which = one_node || plans[0].members.size() == 1 ? 0 : static_cast<int>(i % 2);
     const NvlsPlan& np = plans[static_cast<std::size_t>(w.which)];
     w.seg = chunk_elems(spec, w.slice.size, np.size + 2 * np.node_tree.height, true);
+    // A whole number of elements per shard: every rank's part of a chunk is
+    // alike, so the node's transfers stay in step (on 72 GPUs, shards that
+    // differ by an element desynchronised the ranks' rounds and multiplied
+    // the simulator's events a hundredfold).
+    if (np.size > 1) w.seg = (w.seg + np.size - 1) / np.size * np.size;
     w.chunks = w.slice.size == 0 ? 0 : (w.slice.size + w.seg - 1) / w.seg;
     per_channel.push_back(w);
   }

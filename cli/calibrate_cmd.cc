@@ -21,6 +21,7 @@
 #include "sim/engine.h"
 #include "sim/nccl.h"
 #include "topologies/reshape.h"
+#include "sim/rccl.h"
 #include "topologies/sha256.h"
 #include "topologies/topology.h"
 
@@ -229,6 +230,11 @@ void run_calibrate(const CalibrateArgs& a) {
     bool nccl_rows = false;
     for (const ResultRow& row : in.report.results) nccl_rows = nccl_rows || row.algorithm == "nccl";
     if (!nccl_rows) continue;
+    if (is_amd(base->nccl.gpu)) {  // RCCL's own model chose (docs/NCCL.md, "RCCL")
+      std::printf("# %s: RCCL %s's cost model for gfx942 (no NCCL version applies)\n",
+                  in.file.c_str(), std::string(rccl_gfx942().version).c_str());
+      continue;
+    }
     std::string from;
     const NcclVersion v = calibration_nccl_version(in, options, *base, &from);
     const std::optional<NcclVersion> logged = extra_nccl_version(in.report);

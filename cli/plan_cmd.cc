@@ -168,10 +168,12 @@ void run_plan(const PlanArgs& a) {
   if (dpn > (1 << 24))
     throw UsageError("--devices-per-node '" + a.devices_per_node + "': too large");
   opts.devices_per_node = static_cast<int>(dpn);
-  if (a.collectives != "auto" && a.collectives != "best" && a.collectives != "nccl")
+  if (a.collectives != "auto" && a.collectives != "best" && a.collectives != "nccl" &&
+      a.collectives != "rccl")
     throw UsageError("--collectives '" + a.collectives +
                      "': expected auto (nccl on GPU topologies, else best), best (the fastest "
-                     "registered algorithm) or nccl (NCCL's choice)");
+                     "registered algorithm), nccl (NCCL's choice, RCCL's on AMD GPUs) or rccl "
+                     "(RCCL's choice, AMD GPUs only)");
   if (!a.tp.empty() || !a.pp.empty() || !a.dp.empty() || !a.zero.empty() ||
       !a.virtual_stages.empty() || a.sequence_parallel) {
     UserLayout u;
@@ -232,8 +234,12 @@ void run_plan(const PlanArgs& a) {
   if (opts.device && opts.device->peak_for(opts.dtype) <= 0 && opts.device_tflops <= 0)
     throw UsageError("--dtype " + std::string(to_string(opts.dtype)) + ": " + opts.device->file +
                      " gives no peak for it (peak_tflops); give --device-tflops");
-  opts.nccl =
-      a.collectives == "nccl" || (a.collectives == "auto" && gpu_topology(*topology, opts.ranks));
+  if (a.collectives == "rccl" && !is_amd(topology->nccl.gpu))
+    throw UsageError("--collectives rccl: RCCL runs on AMD GPUs, and " + a.topology + "'s GPU is " +
+                     to_string(topology->nccl.gpu) +
+                     " (nccl.gpu), whose library is NCCL: use --collectives nccl");
+  opts.nccl = a.collectives == "nccl" || a.collectives == "rccl" ||
+              (a.collectives == "auto" && gpu_topology(*topology, opts.ranks));
   if (opts.explain && !opts.nccl)
     throw UsageError(
         "--explain: explains NCCL's choice per collective, and the collectives are "
@@ -333,8 +339,9 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--zero", a->zero, "Price this layout too: ZeRO stage 0-3 (0)");
   cmd->add_option("--collectives", a->collectives,
                   "Price each collective as NCCL runs it on the group (nccl) or as the fastest "
-                  "registered algorithm (best); auto (default): nccl where every rank is a GPU "
-                  "(pipelined endpoints), best elsewhere");
+                  "registered algorithm (best); rccl: nccl on an AMD machine, refused on "
+                  "others; nccl on an AMD machine is RCCL's choice; auto (default): nccl where "
+                  "every rank is a GPU (pipelined endpoints), best elsewhere");
   cmd->add_option("--nccl-version", a->nccl_version,
                   "With NCCL's collectives: the NCCL version whose cost model chooses, e.g. "
                   "2.29.2 (default: the topology's nccl.version, else 2.26.2)");

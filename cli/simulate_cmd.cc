@@ -28,6 +28,7 @@
 #include "sim/engine.h"
 #include "sim/nccl.h"
 #include "sim/nccl_explain.h"
+#include "sim/rccl.h"
 #include "sim/sweep.h"
 #include "topologies/topology.h"
 
@@ -111,7 +112,9 @@ int parse_int(const std::string& flag, const std::string& text) {
 void check_algorithm_names(Collective c, const std::vector<std::string>& names) {
   for (const std::string& full : names) {
     if (find_schedule_source(full)) continue;  // e.g. msccl:FILE.xml, checked when built
-    const auto [name, variant] = split_algorithm_name(full);
+    // "rccl[:variant]" is the nccl family on an AMD machine (sim/nccl.h).
+    const std::string family = is_rccl_algorithm(full) ? "nccl" + full.substr(4) : full;
+    const auto [name, variant] = split_algorithm_name(family);
     const AlgorithmDef& def = find_algorithm(c, name);
     bool known = variant.empty();
     std::string valid;
@@ -262,6 +265,18 @@ void run_simulate(const SimulateArgs& a) {
                        std::string(to_string(segments_run->results.front().collective)) +
                        ", but this simulation is " + std::string(to_string(sweep.collective)));
   }
+  if (is_amd(topology->nccl.gpu) &&
+      std::any_of(sweep.algorithms.begin(), sweep.algorithms.end(),
+                  [](const std::string& n) { return is_nccl_algorithm(n); })) {
+    // RCCL's own cost model chooses (docs/NCCL.md, "RCCL"): no NCCL
+    // release's table applies, so a version given for one is refused.
+    if (sweep.nccl_version || topology->nccl.version)
+      throw UsageError(std::string(sweep.nccl_version ? "--nccl-version" : "nccl.version") + ": " +
+                       a.topology + "'s GPU is " + to_string(topology->nccl.gpu) +
+                       ", whose library is RCCL, chosen by RCCL " +
+                       std::string(rccl_gfx942().version) +
+                       "'s cost model; NCCL versions do not apply");
+  }
   sweep.model = run_model.value_or(cost_params_of(*topology, sweep.ranks));
   std::vector<int> roots = {sweep.root};
   if (every_root && is_rooted(sweep.collective)) {
@@ -339,7 +354,17 @@ void run_simulate(const SimulateArgs& a) {
   std::vector<NcclExplanation> explained;
   const bool nccl_ran = std::any_of(sweep.algorithms.begin(), sweep.algorithms.end(),
                                     [](const std::string& n) { return is_nccl_algorithm(n); });
-  if (nccl_ran) {
+  if (nccl_ran && is_amd(topology->nccl.gpu)) {
+    report.extra["rccl_model_version"] = std::string(rccl_gfx942().version);
+    nccl_line = "# RCCL's choice: RCCL " + std::string(rccl_gfx942().version) +
+                "'s cost model for gfx942 (docs/NCCL.md, \"RCCL\")\n";
+    if (a.explain) {
+      explained = explain_sweep(sweep, *topology, options);
+      Json all = Json::array();
+      for (const NcclExplanation& e : explained) all.push_back(nccl_explanation_json(e));
+      report.extra["nccl_explain"] = all;
+    }
+  } else if (nccl_ran) {
     const NcclVersion v =
         sweep.nccl_version.value_or(topology->nccl.version.value_or(kDefaultNcclVersion));
     const char* from = sweep.nccl_version       ? "from --nccl-version"

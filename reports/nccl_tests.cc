@@ -543,14 +543,35 @@ class TextReader {
                                      ", had ended: interleaved output of several runs? Label it "
                                      "(srun --label, mpirun --tag-output) or split the log"
                                : ""));
-    // Context: the NCCL version NCCL prints at init, the binary a command
-    // line or a banner names.
+    // Context: the NCCL version NCCL prints at init (RCCL's and
+    // rccl-tests' version lines), the binary a command line or a banner
+    // names.
+    if (note_rccl(s, line, t)) return;
     const std::size_t v = t.find("NCCL version ");
     if (v != std::string_view::npos) {
       const std::vector<std::string_view> after = split(t.substr(v + 13));
       if (!after.empty()) header_of(s, line).facts["nccl_version_line"] = clean(after[0]);
     }
     note_binaries(s, line, t);
+  }
+
+  // rccl-tests' own lines, commented or not: "rccl-tests: Version
+  // develop:448c4c7" (its version, printed where nccl-tests prints its own)
+  // and "RCCL version : 2.22.3-HEAD:7d8d67c" (the library, where NCCL prints
+  // "NCCL version 2.26.2+cuda12.8"). True when `t` was one of them.
+  bool note_rccl(Stream& s, const Line& line, std::string_view t) {
+    const std::vector<std::string_view> tokens = split(t);
+    if (tokens.size() >= 3 && tokens[0] == "rccl-tests:" && tokens[1] == "Version") {
+      header_of(s, line).facts["rccl_tests_version"] = clean(tokens[2]);
+      return true;
+    }
+    const std::size_t v = t.find("RCCL version");
+    if (v == std::string_view::npos) return false;
+    std::string_view after = trim(t.substr(v + 12));
+    if (!after.empty() && after.front() == ':') after = trim(after.substr(1));
+    const std::vector<std::string_view> value = split(after);
+    if (!value.empty()) header_of(s, line).facts["rccl_version_line"] = clean(value[0]);
+    return true;
   }
 
   Header& header_of(Stream& s, const Line& line) {
@@ -639,6 +660,7 @@ class TextReader {
       return;
     }
     if (s.table) return;  // "# in-place: N/A (...)" and the like
+    if (note_rccl(s, line, c)) return;
     const std::size_t v = c.find("NCCL version ");
     if (v != std::string_view::npos) {
       const std::vector<std::string_view> after = split(c.substr(v + 13));
@@ -1250,6 +1272,18 @@ class TextReader {
       x["nccl_version"] = nccl_version_text(t.header.facts["nccl_library"].get<std::int64_t>());
     else if (t.header.facts.contains("nccl_version_line"))
       x["nccl_version"] = t.header.facts["nccl_version_line"];
+    // An rccl-tests log: the library is RCCL, whose version is its own
+    // ("2.22.3-HEAD:7d8d67c" -> "2.22.3"; RCCL's numbers follow the NCCL
+    // release it is synchronised with, but its cost model is RCCL's).
+    if (t.header.facts.contains("rccl_version_line") ||
+        t.header.facts.contains("rccl_tests_version")) {
+      x["library"] = "RCCL";
+      if (t.header.facts.contains("rccl_version_line")) {
+        const std::string line = t.header.facts["rccl_version_line"].get<std::string>();
+        const std::optional<NcclVersion> v = parse_nccl_version(line.substr(0, line.find('-')));
+        if (v) x["rccl_version"] = to_string(*v);
+      }
+    }
     if (!t.header.ranks.empty()) {
       Json devices = Json::array();
       std::set<std::string> hosts;

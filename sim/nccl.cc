@@ -8,6 +8,7 @@
 
 #include "algorithms/registry.h"
 #include "core/error.h"
+#include "sim/rccl.h"
 
 namespace collkit {
 namespace {
@@ -45,11 +46,17 @@ constexpr double kPatBase = 8.0, kPatPerRank = 2.8, kPatLogDivisor = 3.5;
 constexpr double kCollnetHopperFactor = 0.85;
 // NCCL_MAX_NVLS_ARITY, NCCL_MAX_DIRECT_ARITY + 1.
 constexpr int kMaxNvlsArity = 32, kMaxDirectLocalRanks = 8;
-// NCCL's search speeds inside an sm90 node, GB/s (src/graph/search.cc
-// sm90SpeedArrayIntra, the same 2.22 to 2.30): the NVLS graph's network side
-// is raised through them to twice its NVLink side.
+// NCCL's search speeds inside a node, GB/s (src/graph/search.cc,
+// sm90SpeedArrayIntra and sm100SpeedArrayIntra; the sm100 list's 45 and 18
+// of later releases lie outside what the NVLS raise below reaches on the
+// shipped machines): the NVLS graph's network side is raised through them to
+// twice its NVLink side.
 constexpr double kSm90SpeedsIntra[] = {60.0, 50.0, 40.0, 30.0, 24.0, 20.0,
                                        15.0, 12.0, 11.0, 6.0,  3.0};
+constexpr double kSm100SpeedsIntra[] = {90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0};
+// NVLSTree's mid-size correction on Blackwell has a 24th entry (256 MiB up)
+// from 2.29.2 (tuning.cc, treeCorrectionFactor).
+constexpr double kNcclTreeCorrection24[3] = {1.0, 1.0, .9};
 // Point-to-point: LL up to this many bytes per peer (NCCL_P2P_LL_THRESHOLD).
 constexpr double kP2pLlThreshold = 16384;
 
@@ -108,6 +115,55 @@ bool pinned_variant(const std::string& name, std::optional<NcclVariant>& variant
   return variant.has_value();
 }
 
+// RCCL (sim/rccl.h): the entry of its tuning table for `a` (tree 0, ring
+// 1) and protocol `p`, as ncclTopoTuneModel computes it on AMD
+// (ROCm/rccl src/graph/tuning.cc, the HIP branches).
+std::optional<NcclModelEntry> rccl_entry(const NcclContext& ctx, Collective c, int a, int p) {
+  const RcclTuning& t = rccl_gfx942();
+  const int n = ctx.ranks;
+  const int nodes = ctx.nodes;
+  const bool ar = c == Collective::all_reduce;
+  const bool gs = c == Collective::all_gather || c == Collective::reduce_scatter;
+  const bool rooted = c == Collective::broadcast || c == Collective::reduce;
+  if (!ar && !gs && !rooted) return std::nullopt;
+  if (a != 1 && !ar) return std::nullopt;  // the tree is all_reduce only
+  // Tree Simple is skipped on one gfx94x node (every rank on it).
+  if (a == 0 && p == 2 && nodes == 1) return std::nullopt;
+  // busBw: the graph's channels x per-channel bw, which RCCL's machine
+  // models set to the GPU's total link bandwidth over the channels, times
+  // the tuning model's ratio (rows: <= 2 nodes, more).
+  const double graph_bw =
+      a == 1 ? ctx.ring_channels * ctx.ring_bw : ctx.tree_channels * ctx.tree_bw;
+  double bus = graph_bw * t.bw_ratio[nodes <= 2 ? 0 : 1][a][p];
+  if (a == 1 && p == 0 && rooted && nodes == 1) bus *= t.ring_ll_rooted_one_node;
+  const int nsteps = ar ? 2 * (n - 1) : gs ? n - 1 : n;
+  const double alg = bus * (a == 1 ? static_cast<double>(n) / nsteps : 0.5);
+  if (!(alg > 0)) return std::nullopt;
+  // Latency: base + hops; across nodes the ring pays RCCL's 2 (nodes)
+  // network steps of an all_reduce and an AMD host's post overhead a step.
+  const int hw = nodes == 1 ? 0 : 2;
+  double intra = t.hw_lat[0][a][p];
+  // A plugin's latency replaces RCCL's network hop (NCCL adds it instead),
+  // and is added once more for Simple.
+  const double inter =
+      (ctx.net_latency > 0 ? ctx.net_latency : t.hw_lat[2][a][p]) + (p == 2 ? ctx.net_latency : 0);
+  double lat = t.base_lat[a][p];
+  if (a == 1) {
+    if (rooted) {
+      lat += ctx.ring_same_channels ? t.hw_lat[hw][1][p] : nsteps * t.hw_lat[hw][p == 2 ? 0 : 1][p];
+    } else {
+      if (nodes > 1) intra = std::max(intra, t.net_overhead_us * (p == 2 ? 3 : 1));
+      const int inter_steps = nodes == 1 ? 0 : ar ? 2 * nodes : nodes - 1;
+      lat += (nsteps - inter_steps) * intra + inter_steps * inter;
+    }
+  } else {
+    int lg = 0;
+    for (int x = nodes; x >= 2; x /= 2) ++lg;
+    lat += 2 * ((n / nodes - 1) * intra + lg * inter);
+  }
+  return NcclModelEntry{lat, alg};
+}
+
 bool nvls_supported(DataType t, RedOp op) {
   if (t == DataType::int8 || t == DataType::uint8) return false;
   if (op == RedOp::sum) return true;
@@ -118,7 +174,18 @@ bool nvls_supported(DataType t, RedOp op) {
 }  // namespace
 
 bool is_nccl_algorithm(const std::string& name) {
-  return name == "nccl" || name.rfind("nccl:", 0) == 0;
+  return name == "nccl" || name.rfind("nccl:", 0) == 0 || is_rccl_algorithm(name);
+}
+
+bool is_rccl_algorithm(const std::string& name) {
+  return name == "rccl" || name.rfind("rccl:", 0) == 0;
+}
+
+void check_library(const NcclContext& ctx, const std::string& algorithm) {
+  if (is_rccl_algorithm(algorithm) && !ctx.rccl)
+    throw UsageError(algorithm + ": RCCL runs on AMD GPUs, and this topology's GPU is " +
+                     to_string(ctx.gpu) + " (nccl.gpu), whose library is NCCL: use " + "nccl" +
+                     algorithm.substr(4));
 }
 
 std::optional<NcclVariant> nccl_variant(const std::string& name) {
@@ -126,8 +193,8 @@ std::optional<NcclVariant> nccl_variant(const std::string& name) {
   if (!pinned_variant(name, variant)) {
     std::string valid(kNcclAuto);
     for (NcclVariant v : kNcclVariants) valid += ", " + std::string(to_string(v));
-    throw UsageError("unknown variant '" + name.substr(name.find(':') + 1) +
-                     "' of algorithm 'nccl'; valid: " + valid);
+    throw UsageError("unknown variant '" + name.substr(name.find(':') + 1) + "' of algorithm '" +
+                     name.substr(0, name.find(':')) + "'; valid: " + valid);
   }
   return variant;
 }
@@ -135,6 +202,7 @@ std::optional<NcclVariant> nccl_variant(const std::string& name) {
 bool nccl_applies(const NcclContext& ctx, Collective c, const std::string& algorithm, DataType type,
                   RedOp op) {
   if (!is_nccl_algorithm(algorithm)) return false;
+  if (is_rccl_algorithm(algorithm) && !ctx.rccl) return false;
   std::optional<NcclVariant> variant;
   if (!pinned_variant(algorithm, variant)) return false;
   for (NcclVariant v : kVariants) {
@@ -163,6 +231,13 @@ NcclContext nccl_context(const Topology& topology, int ranks, std::optional<Nccl
   ctx.ring_bw = (g.ring_bw > 0 && ctx.nodes == 1 ? g.ring_bw : ctx.search.channel_bw) / 1e9;
   ctx.tree_channels = g.tree_channels > 0 && ctx.nodes == 1 ? g.tree_channels : ctx.ring_channels;
   ctx.tree_bw = (g.tree_bw > 0 && ctx.nodes == 1 ? g.tree_bw / 1e9 : ctx.ring_bw);
+  // A switch joins the devices of a node when the route between two of them
+  // takes more than one link.
+  if (ranks > 1 && ctx.ranks_per_node > 1) {
+    std::vector<LinkId> r;
+    topology.route(0, 1, r);
+    ctx.nvswitch = r.size() >= 2;
+  }
   // NVLS needs a switch inside the node that multicasts and reduces.
   LinkId nvswitch = ~LinkId{0};
   double bw = 0;
@@ -175,6 +250,8 @@ NcclContext nccl_context(const Topology& topology, int ranks, std::optional<Nccl
     ctx.nvls_heads = g.nvls_heads;
     ctx.nvls_bw = g.nvls_bw / 1e9;
   }
+  // NCCL's NVLS search finds at most NCCL_MAX_NVLS_ARITY heads (search.cc).
+  ctx.nvls_heads = std::min(ctx.nvls_heads, kMaxNvlsArity);
   if (ctx.nvls_heads > 0 && ctx.nodes > 1) {
     // Across nodes NCCL's NVLS search starts at the fastest network speed
     // the GPU-NIC path holds and finds every head there; it cannot raise it
@@ -184,9 +261,14 @@ NcclContext nccl_context(const Topology& topology, int ranks, std::optional<Nccl
     // One node: the search's second pass raises the graph's network side
     // through the speeds while it is below twice the NVLink side.
     ctx.nvls_bw_inter = ctx.nvls_bw;
-    for (auto it = std::rbegin(kSm90SpeedsIntra); it != std::rend(kSm90SpeedsIntra); ++it)
+    const bool sm100 = g.gpu == NcclGpu::b200 || g.gpu == NcclGpu::gb200;
+    const double* speeds = sm100 ? std::begin(kSm100SpeedsIntra) : std::begin(kSm90SpeedsIntra);
+    const double* end = sm100 ? std::end(kSm100SpeedsIntra) : std::end(kSm90SpeedsIntra);
+    for (const double* it = end; it != speeds;) {
+      --it;
       if (*it > ctx.nvls_bw_inter + 1e-9 && ctx.nvls_bw_inter < 2 * ctx.nvls_bw - 1e-9)
         ctx.nvls_bw_inter = *it;
+    }
   }
   // CollNet: a switch that reduces on the way from rank 0 to the rank of
   // equal local index on the next node, other than the node's own NVSwitch.
@@ -198,7 +280,52 @@ NcclContext nccl_context(const Topology& topology, int ranks, std::optional<Nccl
     ctx.collnet_heads = ctx.search.graph_channels;
     ctx.collnet_bw = std::min(ctx.search.channel_bw, bw) / 1e9;
   }
-  ctx.sm80 = g.sm80;
+  ctx.gpu = g.gpu;
+  ctx.rccl = is_amd(g.gpu);
+  if (ctx.rccl) {
+    // RCCL's machine models set each graph channel's bandwidth to the GPU's
+    // total link bandwidth over the channels (src/graph/rome_models.cc:
+    // bwIntra = bwInter = totalBw / nChannels; NCCL's totalBw is the GPU's
+    // NVLink-class links, xGMI on AMD, whatever the NICs): the sum of the
+    // GPU's links to the other devices of its node.
+    double total = 0;
+    if (ctx.ranks_per_node > 1) {
+      std::vector<LinkId> seen, r;
+      for (int peer = 1; peer < ctx.ranks_per_node && peer < ranks; ++peer) {
+        topology.route(0, peer, r);
+        if (!r.empty() && std::find(seen.begin(), seen.end(), r.front()) == seen.end()) {
+          seen.push_back(r.front());
+          total += topology.link(r.front()).bandwidth / 1e9;
+        }
+      }
+    }
+    if (total > 0) {
+      ctx.ring_bw = total / ctx.ring_channels;
+      ctx.tree_bw = total / ctx.tree_channels;
+    }
+    ctx.nvls_heads = 0;
+    ctx.collnet_heads = 0;
+  }
+  ctx.arch = g.gpu == NcclGpu::a100 ? 0 : g.gpu == NcclGpu::b200 || g.gpu == NcclGpu::gb200 ? 2 : 1;
+  ctx.x86_host = g.gpu != NcclGpu::gb200;
+  ctx.net_latency = g.net_latency_us;
+  // NVLS channels: 16 on sm90; on sm100 the release's count inside one
+  // NVLink domain or across, and from 2.30.3 across domains by the NICs'
+  // speed (ncclNvlsTreeSm100Tuning: 32 on 2 domains with NICs of 48 GB/s
+  // or more, else 24 at 48 GB/s and up; 32 below).
+  if (ctx.arch == 2) {
+    const NcclTuning& t = *ctx.tuning;
+    ctx.nvls_channels = ctx.nodes > 1 ? t.nvls_channels_sm100_multi : t.nvls_channels_sm100_one;
+    if (t.nvls_sm100_by_nic && ctx.nodes > 1) {
+      const double nic = ctx.search.channel_bw / 1e9;
+      if (ctx.nodes == 2 && nic >= 48.0)
+        ctx.nvls_channels = 32;
+      else if (nic >= 96.0)
+        ctx.nvls_channels = ctx.ranks_per_node <= 8 ? 24 : 32;
+      else if (nic >= 48.0)
+        ctx.nvls_channels = 24;
+    }
+  }
   return ctx;
 }
 
@@ -207,6 +334,12 @@ std::optional<NcclModelEntry> nccl_model_entry(const NcclContext& ctx, Collectiv
                                                DataType type, RedOp op) {
   const int p = protocol_index(protocol);
   if (p < 0 || variant == NcclVariant::p2p || ctx.ranks <= 1) return std::nullopt;
+  // RCCL: the ring and the tree with its own table (LL128 off on gfx942,
+  // no NVLS, no PAT; CollNet not modelled on AMD).
+  if (ctx.rccl) {
+    if (variant != NcclVariant::ring && variant != NcclVariant::tree) return std::nullopt;
+    return rccl_entry(ctx, c, variant == NcclVariant::ring ? 1 : 0, p);
+  }
   const int n = ctx.ranks;
   const int nodes = ctx.nodes;
   const double ppn = static_cast<double>(n) / nodes;
@@ -249,7 +382,7 @@ std::optional<NcclModelEntry> nccl_model_entry(const NcclContext& ctx, Collectiv
     // SHARP across nodes, all_reduce only; CollNet Direct on NVSwitch
     // systems (those with an NVLS switch here) of at most 8 GPUs a node.
     if (!ar || ctx.collnet_heads == 0 || nodes == 1) return std::nullopt;
-    if (a == kCollnetDirectA && (ctx.nvls_heads == 0 || local > kMaxDirectLocalRanks))
+    if (a == kCollnetDirectA && (!ctx.nvswitch || local > kMaxDirectLocalRanks))
       return std::nullopt;
     if (a == kCollnetChainA && t.collnet_chain_max_8 && local > kMaxDirectLocalRanks)
       return std::nullopt;
@@ -278,7 +411,7 @@ std::optional<NcclModelEntry> nccl_model_entry(const NcclContext& ctx, Collectiv
     channels = ctx.collnet_heads;
     intra = inter = ctx.collnet_bw;
   }
-  const int gpu = ctx.sm80 ? 0 : 1;
+  const int gpu = ctx.arch;
   const int ni = nodes == 1 ? 0 : nodes == 2 ? 1 : 2;
   double bw = nodes <= 2 || collnet ? intra : inter;
   if (nvls && t.nvls == NcclNvlsModel::v2_28) {
@@ -318,7 +451,7 @@ std::optional<NcclModelEntry> nccl_model_entry(const NcclContext& ctx, Collectiv
     double factor = ppn / channels;
     factor -= (factor - 1) / 2;
     bus /= factor;
-    if (!ctx.sm80) bus *= kCollnetHopperFactor;
+    if (ctx.arch >= 1) bus *= kCollnetHopperFactor;
   }
   // Bus to algorithm bandwidth: not for all_gather / reduce_scatter other
   // than the ring (2.23+; before, NVLS's was converted too).
@@ -339,8 +472,12 @@ std::optional<NcclModelEntry> nccl_model_entry(const NcclContext& ctx, Collectiv
   const int intra_hw = ctx.nvlink ? kHwNvlink : kHwPci;
   double intra_lat = t.hw_lat[intra_hw][a][p];
   // At one GPU per node (2.23+) every algorithm pays the tree's network hop.
-  const double inter_lat = ppn == 1 && t.one_gpu_per_node_tree_latency ? t.hw_lat[kHwNet][kTreeA][p]
-                                                                       : t.hw_lat[kHwNet][a][p];
+  // The network plugin's latency (graphs' latencyInter) adds to it, twice
+  // for Simple (NCCL's "flush extra latency").
+  const double inter_lat =
+      (ppn == 1 && t.one_gpu_per_node_tree_latency ? t.hw_lat[kHwNet][kTreeA][p]
+                                                   : t.hw_lat[kHwNet][a][p]) +
+      ctx.net_latency * (p == kSimple ? 2 : 1);
   double lat = t.base_lat[a][p];
   if (a == kRingA) {
     const int nsteps = ar ? 2 * (n - 1) : gs ? n - 1 : n;
@@ -412,12 +549,29 @@ std::optional<double> nccl_model_time(const NcclContext& ctx, Collective c, Nccl
   const int a = nccl_algorithm_index(variant);
   double lat = entry->latency_us;
   double alg = entry->bandwidth_gbps;
+  if (ctx.rccl) {
+    // RCCL's per-size corrections (ncclTopoGetAlgoTime, HIP): the tree's
+    // always, the ring's across nodes; log2i is the shift loop (0 for 0),
+    // the last entry applies beyond.
+    const RcclTuning& r = rccl_gfx942();
+    const int log_size = std::min(26, log2i(static_cast<double>(bytes_in >> 6)));
+    if (variant == NcclVariant::tree) alg *= r.tree_correction[p][log_size];
+    if (variant == NcclVariant::ring && ctx.nodes > 1) alg *= r.ring_correction[p][log_size];
+    if (!(alg > 0)) return std::nullopt;
+    return lat + bytes / (1000.0 * alg);
+  }
   // Per call (ncclTopoGetAlgoTime): the tree's mid-size correction, the
   // ring's plateau across nodes.
   if (a == kTreeA && c == Collective::all_reduce) {
     int log_size = log2_down(bytes_in >> 6);
     if (log_size < 0 && t.tree_correction_below_64) log_size = 0;
     if (log_size >= 0 && log_size < 23) alg *= kNcclTreeCorrection[p][log_size];
+  }
+  if (a == kNvlsTreeA && c == Collective::all_reduce && t.nvls_tree_correction_sm100 &&
+      ctx.arch == 2 && ctx.x86_host) {
+    const int log_size = log2_down(bytes_in >> 6);
+    if (log_size >= 0 && log_size < 23) alg *= kNcclTreeCorrection[p][log_size];
+    if (log_size == 23) alg *= kNcclTreeCorrection24[p];
   }
   if (a == kRingA && p == kSimple && ctx.nodes > 1 && c == Collective::all_reduce &&
       bytes_in / (static_cast<std::int64_t>(ctx.runtime_channels) * n) >= 64)
@@ -445,7 +599,9 @@ NcclChoice nccl_choose(const NcclContext& ctx, Collective c, std::int64_t bytes,
   const std::vector<NcclChoice> all = nccl_candidates(ctx, c, bytes, type, op, variant);
   if (all.empty()) {
     const std::string name = variant ? std::string(to_string(*variant)) : std::string();
-    throw UsageError("nccl" + (variant ? ":" + name : std::string()) + ": NCCL has no " +
+    const std::string lib = ctx.rccl ? "rccl" : "nccl";
+    throw UsageError(lib + (variant ? ":" + name : std::string()) + ": " +
+                     (ctx.rccl ? "RCCL" : "NCCL") + " has no " +
                      (variant ? name : std::string("algorithm")) + " for " +
                      std::string(to_string(c)) + " with " + std::string(to_string(type)) + " " +
                      std::string(to_string(op)) + " on this topology (" +
@@ -559,6 +715,15 @@ int nccl_channels(const NcclContext& ctx, Collective c, std::int64_t bytes, Nccl
   const int pi = std::max(0, protocol_index(protocol));
   int nc = ctx.runtime_channels;
   if (variant == NcclVariant::p2p || ctx.ranks == 1) return nc;
+  if (ctx.rccl) {
+    // RCCL (getChannnelThreadInfo, HIP): one channel less while the call is
+    // smaller than channels x 256 threads x the threshold; no planner.
+    const RcclTuning& r = rccl_gfx942();
+    std::int64_t threshold = r.thread_threshold[pi];
+    if (variant == NcclVariant::ring && pi == 0) threshold *= ctx.ranks;
+    while (bytes < static_cast<std::int64_t>(nc) * r.threads * threshold && nc >= 2) --nc;
+    return nc;
+  }
   const NcclTuning& t = *ctx.tuning;
   const int a = nccl_algorithm_index(variant);
   const bool nvls = a == kNvlsA || a == kNvlsTreeA;

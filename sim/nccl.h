@@ -44,7 +44,9 @@ struct NcclContext {
   int nvls_heads = 0;
   double nvls_bw = 0;
   double nvls_bw_inter = 0;
-  int nvls_channels = 16;  // NCCL_NVLS_NCHANNELS on sm90 (src/transport/nvls.cc)
+  // NVLS channels (src/transport/nvls.cc): 16 on sm90, on sm100 by release
+  // and by whether the call crosses NVLink domains (sim/nccl_versions.h).
+  int nvls_channels = 16;
   // CollNet (SHARP): the NICs of a node reach a network switch that reduces
   // (0 = none), each at collnet_bw GB/s (the NIC or the switch's in-network
   // rate per port, whichever is lower).
@@ -57,7 +59,20 @@ struct NcclContext {
   // latencies follow it (tuning.cc).
   bool ring_same_channels = true;
   bool nvlink = true;  // devices of a node joined by NVLink-class links (else PCIe)
-  bool sm80 = false;   // NCCL's A100 constants instead of H100's
+  // The devices of a node meet in a switch (NVSwitch), not a mesh: NCCL runs
+  // CollNet Direct only there (tuning.cc, ncclTopoGetNvsCount).
+  bool nvswitch = false;
+  // The GPU (the topology's nccl.gpu) and NCCL's row for it: 0 Ampere
+  // (sm80), 1 Hopper (sm90), 2 Blackwell (sm100; sim/nccl_versions.h).
+  NcclGpu gpu = NcclGpu::h100;
+  int arch = 1;
+  // The library is AMD's RCCL (an AMD nccl.gpu): RCCL's own cost model
+  // chooses (sim/rccl.h), not the NCCL release's.
+  bool rccl = false;
+  bool x86_host = true;  // GB200's host is Arm (Grace)
+  // The network plugin's latency (nccl.net_latency_us; NCCL's graph
+  // latencyInter), us: added to every network hop, twice for Simple.
+  double net_latency = 0;
 };
 
 // NCCL's view of `topology` for its first `ranks` ranks, with the cost model
@@ -144,8 +159,15 @@ ScheduleSpec nccl_schedule_spec(ScheduleSpec base, const NcclContext& ctx, const
 // "ring/LL/24ch" for tables and reports.
 std::string describe(const NcclChoice& choice);
 
-// True for "nccl" and "nccl:<variant>".
+// True for "nccl" and "nccl:<variant>", and for RCCL's spelling of the
+// same family, "rccl" and "rccl:<variant>" (docs/NCCL.md, "RCCL"): "nccl"
+// is the machine's collective library, NCCL or RCCL by its nccl.gpu;
+// "rccl" says RCCL and is refused on an NVIDIA machine (check_library).
 bool is_nccl_algorithm(const std::string& name);
+bool is_rccl_algorithm(const std::string& name);
+// Throws UsageError when `algorithm` names RCCL on a machine whose library
+// is NCCL.
+void check_library(const NcclContext& ctx, const std::string& algorithm);
 // The variant a nccl name pins ("nccl:ring" -> ring); nullopt for NCCL's
 // own choice ("nccl", "nccl:auto"). Throws UsageError for a name after
 // "nccl:" that is no variant.

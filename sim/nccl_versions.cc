@@ -13,7 +13,7 @@ namespace {
 constexpr int kTree = 0, kRing = 1, kCollnetDirect = 2, kCollnetChain = 3, kNvls = 4, kNvlsTree = 5;
 constexpr int kSimple = 2;
 constexpr int kNvlink = 0, kPci = 1, kNet = 2;
-constexpr int kA100 = 0, kH100 = 1;
+constexpr int kA100 = 0, kH100 = 1, kB200 = 2;
 
 void set3(double (&row)[3], double ll, double ll128, double simple) {
   row[0] = ll;
@@ -27,6 +27,21 @@ void set3(double (&row)[3], double ll, double ll128, double simple) {
 // the tag named; nothing here was fitted to a measurement.
 std::vector<NcclTuning> build_releases() {
   std::vector<NcclTuning> out;
+  // Before v2.25.1-1 NCCL's compute-capability index stops at Hopper
+  // (minCompCap >= 90), so an sm100 GPU gets Hopper's rows.
+  const auto push = [&out](NcclTuning r) {
+    if (r.release < NcclVersion{2, 25, 1}) {
+      r.ll_max_bw_one_node[kB200] = r.ll_max_bw_one_node[kH100];
+      for (int n = 0; n < 3; ++n) {
+        r.ring_ll128_per_ch[kB200][n] = r.ring_ll128_per_ch[kH100][n];
+        r.tree_ll128_per_ch[kB200][n] = r.tree_ll128_per_ch[kH100][n];
+        r.tree_per_ch[kB200][n] = r.tree_per_ch[kH100][n];
+        r.nvls_tree_per_ch[kB200][n] = r.nvls_tree_per_ch[kH100][n];
+      }
+      r.nvls_efficiency[kB200] = r.nvls_efficiency[kH100];
+    }
+    out.push_back(r);
+  };
 
   // v2.18.1-1: the oldest release collkit models.
   NcclTuning t;
@@ -79,7 +94,7 @@ std::vector<NcclTuning> build_releases() {
   t.ll_traffic_x4 = false;
   t.nvls_multinode_ring_channels = false;
   t.collnet_chain_max_8 = false;
-  out.push_back(t);
+  push(t);
 
   // v2.18.3-1: the tree's Simple hop 4 / 6 / 14 us; per-channel tree caps
   // for LL128 (H100 29 GB/s beyond 2 nodes) and Simple (36.0); NVLS
@@ -92,7 +107,7 @@ std::vector<NcclTuning> build_releases() {
   set3(t.tree_ll128_per_ch[kH100], 36.7, 36.7, 29.0);
   t.tree_per_ch[kH100][2] = 36.0;
   t.nvls_ratio = 5.0 / 6.0;
-  out.push_back(t);
+  push(t);
 
   // v2.19.1-1 (branched before 2.18.3's tree figures: the tree's Simple hop
   // is 28 us again): CollNet's and NVLS's latencies move from the base to
@@ -120,7 +135,7 @@ std::vector<NcclTuning> build_releases() {
   t.nvls_gather_scatter = true;
   t.nvls_gather_scatter_ratio = true;
   t.collnet_arity_lat = 0.4;
-  out.push_back(t);
+  push(t);
 
   // v2.20.3-1: NVLS all_gather only for the types and ops NVLS reduces
   // (enqueue.cc); the rest is MNNVL and CollNet all_gather / reduce_scatter,
@@ -128,7 +143,7 @@ std::vector<NcclTuning> build_releases() {
   t.release = {2, 20, 3};
   t.tag = "v2.20.3-1";
   t.nvls_gather_any_type = false;
-  out.push_back(t);
+  push(t);
 
   // v2.21.5-1: the NVLS hop 25 us; ring LL at half the bus bw; one H100
   // node's LL cap 141 GB/s.
@@ -138,7 +153,7 @@ std::vector<NcclTuning> build_releases() {
   t.hw_lat[kNvlink][kNvlsTree][kSimple] = 25;
   t.ring_ll_half = true;
   t.ll_max_bw_one_node[kH100] = 141.0;
-  out.push_back(t);
+  push(t);
 
   // v2.22.3-1: log2i becomes log2Down (no tree correction below 64 bytes);
   // the new planner spreads a call over channels by traffic, at least 512
@@ -149,7 +164,7 @@ std::vector<NcclTuning> build_releases() {
   t.tree_correction_below_64 = false;
   t.min_traffic_per_channel = 512;
   t.planner_cells_16 = true;
-  out.push_back(t);
+  push(t);
 
   // v2.23.4-1: the tree's Simple base 8.4 us and hop 4 / 4 / 14 us; PAT
   // (x 0.85); ring LL128 at 0.92 even at one GPU per node; the all-reduce
@@ -169,26 +184,42 @@ std::vector<NcclTuning> build_releases() {
   t.nvls_gather_scatter_ratio = false;
   t.min_traffic_per_channel = 16 << 10;
   t.planner_cells_16 = false;
-  out.push_back(t);
+  push(t);
 
-  // v2.24.3-1: PAT at 0.75. (v2.25.1-1 adds Blackwell rows only.)
+  // v2.24.3-1: PAT at 0.75.
   t.release = {2, 24, 3};
   t.tag = "v2.24.3-1";
   t.pat_bw = 0.75;
-  out.push_back(t);
+  push(t);
+
+  // v2.25.1-1: Blackwell rows (BLACKWELL_COMPCAP_IDX), twice Hopper's: one
+  // node's LL cap 2 x 141, ring LL128 2 x 36.7 a channel, tree LL128 2 x
+  // 36.7 / 36.7 / 29.0, tree 2 x 38.7 / 41.4 / 36.0; 32 NVLS channels on
+  // sm100 (src/transport/nvls.cc, NVLS_NCHANNELS_SM100).
+  t.release = {2, 25, 1};
+  t.tag = "v2.25.1-1";
+  t.ll_max_bw_one_node[kB200] = 2 * 141.0;
+  set3(t.ring_ll128_per_ch[kB200], 2 * 36.7, 2 * 36.7, 2 * 36.7);
+  set3(t.tree_ll128_per_ch[kB200], 2 * 36.7, 2 * 36.7, 2 * 29.0);
+  set3(t.tree_per_ch[kB200], 2 * 38.7, 2 * 41.4, 2 * 36.0);
+  t.nvls_channels_sm100_one = t.nvls_channels_sm100_multi = 32;
+  push(t);
 
   // v2.26.2-1: LL's traffic counts 4x in the channel planner.
   t.release = {2, 26, 2};
   t.tag = "v2.26.2-1";
   t.ll_traffic_x4 = true;
-  out.push_back(t);
+  push(t);
 
   // v2.27.3-1: NVLS all_gather / reduce_scatter bw min(intra (ppn-1)/ppn,
   // 0.9 inter).
   t.release = {2, 27, 3};
   t.tag = "v2.27.3-1";
   t.nvls = NcclNvlsModel::v2_27;
-  out.push_back(t);
+  // Blackwell: 24 NVLS channels inside one NVLink domain, 32 across
+  // (src/transport/nvls.cc, NVLS_NCHANNELS_SM100_NVL).
+  t.nvls_channels_sm100_one = 24;
+  push(t);
 
   // v2.28.3-1: NVLS's bw from the graph's per-channel bw, an efficiency
   // (0.85 on Hopper), two pipelined operations for all_reduce, and a
@@ -204,13 +235,26 @@ std::vector<NcclTuning> build_releases() {
   set3(t.nvls_tree_per_ch[kH100], 0.0, 57.7, 45.5);
   t.nvls_multinode_ring_channels = true;
   t.collnet_chain_max_8 = true;
-  out.push_back(t);
+  // Blackwell: NVLS efficiency 0.74; tree LL128 55.6 / 31.67 / 20.0 and
+  // tree 70.0 / 42.8 / 24.0 a channel; NVLSTree's cap 96.0 / 43.1.
+  t.nvls_efficiency[kB200] = 0.74;
+  set3(t.tree_ll128_per_ch[kB200], 55.6, 31.67, 20.0);
+  set3(t.tree_per_ch[kB200], 70.0, 42.8, 24.0);
+  set3(t.nvls_tree_per_ch[kB200], 0.0, 96.0, 43.1);
+  push(t);
+
+  // v2.28.7-1: Blackwell's ring LL128 cap on two nodes 34.6 GB/s a channel.
+  t.release = {2, 28, 7};
+  t.tag = "v2.28.7-1";
+  set3(t.ring_ll128_per_ch[kB200], 2 * 36.7, 34.6, 2 * 36.7);
+  push(t);
 
   // v2.28.9-1: NVLSTree's network hop 20.9 us.
   t.release = {2, 28, 9};
   t.tag = "v2.28.9-1";
   t.hw_lat[kNet][kNvlsTree][kSimple] = 20.9;
-  out.push_back(t);
+  t.nvls_tree_per_ch[kB200][2] = 43.8;  // Blackwell, more than 2 nodes
+  push(t);
 
   // v2.29.2-1: 32 KiB of traffic a channel (rounded to 16 bytes). (v2.29.7-1
   // and v2.30.x change Blackwell rows and CollNet plugin checks only.)
@@ -218,7 +262,26 @@ std::vector<NcclTuning> build_releases() {
   t.tag = "v2.29.2-1";
   t.min_traffic_per_channel = 32 << 10;
   t.traffic_per_channel_rounded = true;
-  out.push_back(t);
+  // Blackwell: ring LL128 34.5 / 34.6 / 34.5 a channel; NVLSTree
+  // all_reduce takes the tree's mid-size correction on x86 hosts.
+  set3(t.ring_ll128_per_ch[kB200], 34.5, 34.6, 34.5);
+  t.nvls_tree_correction_sm100 = true;
+  push(t);
+
+  // v2.29.7-1: Blackwell's ring LL128 cap 40 GB/s a channel.
+  t.release = {2, 29, 7};
+  t.tag = "v2.29.7-1";
+  set3(t.ring_ll128_per_ch[kB200], 40.0, 40.0, 40.0);
+  push(t);
+
+  // v2.30.3-1: Blackwell's NVLSTree cap beyond 2 nodes 80 GB/s; NVLS
+  // channels across NVLink domains by the NICs' speed
+  // (src/transport/nvls.cc, ncclNvlsTreeSm100Tuning).
+  t.release = {2, 30, 3};
+  t.tag = "v2.30.3-1";
+  t.nvls_tree_per_ch[kB200][2] = 80.0;
+  t.nvls_sm100_by_nic = true;
+  push(t);
   return out;
 }
 

@@ -6,9 +6,12 @@
 // from the table of the release a context names; docs/NCCL.md ("Versions")
 // lists what changes from one release to the next, with each tag.
 //
-// Only the rows collkit's topologies can reach are kept: A100 (sm80) and
-// H100 (sm90) GPUs, Intel hosts across nodes (NCCL picks its multi-node LL
-// bandwidth by CPU vendor), no NCCL_* variable set.
+// Only the rows collkit's topologies can reach are kept: A100 (sm80), H100
+// and H200 (sm90), B200 and GB200 (sm100) GPUs, Intel (or Arm) hosts across
+// nodes (NCCL picks its multi-node LL bandwidth by CPU vendor), no NCCL_*
+// variable set. Before 2.25.1 NCCL had no Blackwell rows and ran sm100 on
+// Hopper's (its compute-capability index stopped at Hopper); the tables do
+// the same.
 #pragma once
 
 #include <array>
@@ -48,9 +51,13 @@ enum class NcclNvlsModel : std::uint8_t {
           // x n / nsteps like the ring
 };
 
+// NCCL's compute-capability rows: 0 Ampere (sm80), 1 Hopper (sm90), 2
+// Blackwell (sm100).
+inline constexpr int kNcclArchs = 3;
+
 // One release's model. Indices: algorithm as kNcclAlgorithmOrder, protocol
 // as protocol_index (LL, LL128, Simple), hardware 0 NVLink, 1 PCI, 2
-// network, GPU 0 A100 (sm80), 1 H100 (sm90), nodes 0 one, 1 two, 2 more.
+// network, architecture as kNcclArchs, nodes 0 one, 1 two, 2 more.
 struct NcclTuning {
   NcclVersion release;   // the first release with these figures
   std::string_view tag;  // its git tag, "v2.26.2-1"
@@ -58,14 +65,23 @@ struct NcclTuning {
   double base_lat[7][3] = {};
   double hw_lat[3][7][3] = {};
   // llMaxBws (GB/s): one node by GPU, several by the host CPU (Intel).
-  double ll_max_bw_one_node[2] = {};
+  double ll_max_bw_one_node[kNcclArchs] = {};
   double ll_max_bw_intel[3] = {};
-  // Per-channel caps, GB/s (by GPU, then nodes).
-  double ring_ll128_per_ch[2][3] = {};
-  double tree_ll128_per_ch[2][3] = {};
-  double tree_per_ch[2][3] = {};
-  double nvls_tree_per_ch[2][3] = {};  // v2_28 only
-  double nvls_efficiency[2] = {};      // v2_28 only
+  // Per-channel caps, GB/s (by architecture, then nodes).
+  double ring_ll128_per_ch[kNcclArchs][3] = {};
+  double tree_ll128_per_ch[kNcclArchs][3] = {};
+  double tree_per_ch[kNcclArchs][3] = {};
+  double nvls_tree_per_ch[kNcclArchs][3] = {};  // v2_28 only
+  double nvls_efficiency[kNcclArchs] = {};      // v2_28 only
+  // NVLS channels (src/transport/nvls.cc): sm90 16; sm100 32 to 2.26, then
+  // 24 inside one NVLink domain and 32 across (2.27.3), and from 2.30.3 by
+  // the NICs' speed across domains (nvls_sm100_by_nic).
+  int nvls_channels_sm100_one = 32;
+  int nvls_channels_sm100_multi = 32;
+  bool nvls_sm100_by_nic = false;
+  // 2.29.2+: NVLSTree all_reduce gets the tree's mid-size correction on
+  // Blackwell with an x86 host (ncclTopoGetAlgoTime).
+  bool nvls_tree_correction_sm100 = false;
   // Ring LL: bus bw x 1/2 (true), or x 1/4 across nodes and for all_reduce
   // and reduce, else 1/3 (false).
   bool ring_ll_half = true;

@@ -79,6 +79,7 @@ std::vector<SweepPoint> simulate_sweep(const SweepSpec& spec, const Topology& to
     // Fail before the sweep when a named variant does not apply here at all.
     for (const std::string& algorithm : sweep.algorithms)
       if (on_topology(algorithm)) {
+        check_library(*ctx, algorithm);
         const ScheduleSpec spec =
             schedule_spec(sweep, algorithm, map_size(sweep.collective, 1 << 20, 1, sweep.ranks));
         make_schedule(nccl_schedule_spec(spec, *ctx, choose(spec), topology));

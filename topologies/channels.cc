@@ -95,6 +95,97 @@ std::vector<int> node_path(const Topology& t, const std::vector<int>& m, int fir
   return out;
 }
 
+// The devices of a node joined pairwise by links of their own (a full
+// mesh, as AMD's xGMI: one link to each peer, no switch): every pair's
+// route is one link.
+bool is_mesh(const Topology& t, const std::vector<int>& m) {
+  if (m.size() < 3) return false;
+  std::vector<LinkId> r;
+  for (int a : m)
+    for (int b : m) {
+      if (a == b) continue;
+      t.route(a, b, r);
+      if (r.size() != 1) return false;
+    }
+  return true;
+}
+
+// Arc-disjoint directed Hamiltonian cycles of the complete digraph on d
+// vertices, each starting at 0, found by depth-first search: d - 1 of them
+// use every arc once (they exist for every d but 4 and 6, Tillson 1980),
+// so rings laid along them load every link of a mesh alike, as RCCL's
+// MI300X ring sets do. Where the search stops short (d 4 and 6, or its
+// step budget) the cycles found so far.
+std::vector<std::vector<int>> mesh_cycles(int d) {
+  std::vector<std::vector<char>> used(static_cast<std::size_t>(d), std::vector<char>(d, 0));
+  std::vector<std::vector<int>> cycles, best;
+  long steps = 0;
+  constexpr long kBudget = 200000;
+  std::function<bool(int)> next_cycle = [&](int k) -> bool {
+    if (k == d - 1) return true;
+    std::vector<int> path{0};
+    std::vector<char> on(static_cast<std::size_t>(d), 0);
+    on[0] = 1;
+    std::function<bool()> extend = [&]() -> bool {
+      if (++steps > kBudget) return false;
+      const int u = path.back();
+      if (static_cast<int>(path.size()) == d) {
+        if (used[u][0]) return false;
+        used[u][0] = 1;
+        cycles.push_back(path);
+        if (cycles.size() > best.size()) best = cycles;
+        if (next_cycle(k + 1)) return true;
+        cycles.pop_back();
+        used[u][0] = 0;
+        return false;
+      }
+      for (int j = 1; j < d; ++j) {
+        const int v = (u + j) % d;
+        if (v == 0 || on[v] || used[u][v]) continue;
+        used[u][v] = on[v] = 1;
+        path.push_back(v);
+        if (extend()) return true;
+        path.pop_back();
+        used[u][v] = on[v] = 0;
+        if (steps > kBudget) return false;
+      }
+      return false;
+    };
+    return extend();
+  };
+  if (next_cycle(0)) return cycles;
+  return best;
+}
+
+// The zigzag Hamiltonian path of d (even) vertices, 0, 1, d-1, 2, d-2, ...,
+// translated by `start` (mod d): its steps are +1, -2, +3, -4, ..., one of
+// each nonzero difference mod d, so the d translates together use every arc
+// of the complete digraph once (Walecki's construction), each starting and
+// ending at a vertex of its own.
+std::vector<int> zigzag_path(int d, int start) {
+  std::vector<int> p;
+  for (int k = 0; k < d; ++k) {
+    const int v = k % 2 == 0 ? (d - k / 2) % d : (k + 1) / 2;
+    p.push_back((v + start) % d);
+  }
+  return p;
+}
+
+// The path from local index `first` to `last` along the mesh cycle that
+// holds the arc last -> first (cut there); empty when none does.
+std::vector<int> mesh_path(const std::vector<std::vector<int>>& cycles, const std::vector<int>& m,
+                           int first, int last) {
+  const int d = static_cast<int>(m.size());
+  for (const std::vector<int>& c : cycles)
+    for (int i = 0; i < d; ++i)
+      if (c[i] == first && c[(i + d - 1) % d] == last) {
+        std::vector<int> out;
+        for (int k = 0; k < d; ++k) out.push_back(m[c[(i + k) % d]]);
+        return out;
+      }
+  return {};
+}
+
 ChannelPlan::Tree empty_tree(int p) {
   ChannelPlan::Tree t;
   t.parent.assign(static_cast<std::size_t>(p), -1);
@@ -154,6 +245,11 @@ ChannelSearch search_channels(const Topology& topology, int ranks) {
     out.nics_per_node = static_cast<int>(nic_groups.size());
   }
 
+  // A mesh inside the node: rings along arc-disjoint Hamiltonian cycles.
+  const bool is_mesh_node = uniform && is_mesh(topology, members[0]);
+  std::vector<std::vector<int>> cycles;
+  if (is_mesh_node && d <= 16) cycles = mesh_cycles(d);
+
   // Graph channels and their bandwidth.
   int graph = 1;
   if (n > 1 && uniform) {
@@ -179,6 +275,10 @@ ChannelSearch search_channels(const Topology& topology, int ranks) {
   }
   if (n > 1 && topology.nccl.ring_channels > 0 && topology.nccl.ring_channels < graph)
     graph = topology.nccl.ring_channels;
+  // On one mesh node a whole number of rounds of the cycles, so that every
+  // link carries as many rings as any other.
+  const int k_cycles = static_cast<int>(cycles.size());
+  if (n == 1 && k_cycles > 0 && graph >= k_cycles) graph -= graph % k_cycles;
   out.graph_channels = graph;
   // A declared run-time count is NCCL's on one node, as the declared graphs
   // are; across nodes NCCL doubles the multi-node graph's (docs/NCCL.md).
@@ -194,6 +294,12 @@ ChannelSearch search_channels(const Topology& topology, int ranks) {
     ring.lanes = runtime / graph + (c < runtime % graph ? 1 : 0);
     if (!uniform) {
       for (int r = 0; r < p; ++r) ring.order.push_back(r);
+    } else if (n == 1 && !cycles.empty()) {
+      // One mesh node: channel c along cycle c mod K, started at a device
+      // of its own.
+      const std::vector<int>& cyc = cycles[c % cycles.size()];
+      const int start = (c / static_cast<int>(cycles.size())) % d;
+      for (int k = 0; k < d; ++k) ring.order.push_back(members[0][cyc[(start + k) % d]]);
     } else if (n == 1) {
       // One node: rotations of one path, so channels start at different devices.
       const std::vector<int>& m = members[0];
@@ -207,12 +313,30 @@ ChannelSearch search_channels(const Topology& topology, int ranks) {
       const int a = nic_groups[c % nics][0];
       int b = nic_groups[(c + 1) % nics][0];
       if (b == a) b = nic_groups[c % nics].size() > 1 ? nic_groups[c % nics][1] : (a + d - 1) % d;
+      // On a mesh of an even number of devices, channel c crosses the node
+      // along the zigzag path translated to start at a (zigzag_path): the d
+      // translates use every link of the node once and end at d distinct
+      // devices, so the rings load every link and every rail alike; odd
+      // nodes run it backwards, from b to a. (The next channel's NIC as
+      // exit would put every channel's ring on the arcs i + 1 -> i.)
+      std::vector<int> zig;
+      if (is_mesh_node && d % 2 == 0) {
+        zig = zigzag_path(d, a);
+        b = zig.back();
+      }
       for (int node = 0; node < n; ++node) {
         const std::vector<int>& m = members[node];
         const bool even = node % 2 == 0;
-        const std::vector<int> path =
-            d == 1 ? std::vector<int>{m[0]}
-                   : node_path(topology, m, m[even ? a : b], m[even ? b : a]);
+        std::vector<int> path;
+        if (!zig.empty()) {
+          for (int k = 0; k < d; ++k)
+            path.push_back(m[zig[static_cast<std::size_t>(even ? k : d - 1 - k)]]);
+        } else if (d > 1 && !cycles.empty()) {
+          path = mesh_path(cycles, m, even ? a : b, even ? b : a);
+        }
+        if (path.empty())
+          path = d == 1 ? std::vector<int>{m[0]}
+                        : node_path(topology, m, m[even ? a : b], m[even ? b : a]);
         ring.order.insert(ring.order.end(), path.begin(), path.end());
       }
     }
@@ -240,10 +364,21 @@ ChannelSearch search_channels(const Topology& topology, int ranks) {
         const int head = m[head_local];
         heads[node] = head;
         if (d > 1) {
-          const std::vector<int> chain =
-              node_path(topology, m, head,
-                        m[(head_local + d - 1) % d] == head ? m[(head_local + 1) % d]
-                                                            : m[(head_local + d - 1) % d]);
+          // On a mesh the chain follows cycle c mod K from the head.
+          std::vector<int> chain;
+          if (is_mesh_node && d % 2 == 0) {
+            for (int v : zigzag_path(d, head_local)) chain.push_back(m[v]);
+          } else if (!cycles.empty()) {
+            const std::vector<int>& cyc = cycles[static_cast<std::size_t>(c) % cycles.size()];
+            const int at =
+                static_cast<int>(std::find(cyc.begin(), cyc.end(), head_local) - cyc.begin());
+            for (int k = 0; k < d; ++k)
+              chain.push_back(m[cyc[static_cast<std::size_t>((at + k) % d)]]);
+          } else {
+            chain = node_path(topology, m, head,
+                              m[(head_local + d - 1) % d] == head ? m[(head_local + 1) % d]
+                                                                  : m[(head_local + d - 1) % d]);
+          }
           for (std::size_t k = 1; k < chain.size(); ++k) add_child(t, chain[k - 1], chain[k]);
         }
       }

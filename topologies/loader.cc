@@ -668,6 +668,8 @@ std::unique_ptr<Topology> explicit_form(const Reader& rd, const json& top, Endpo
   return g;
 }
 
+void gpu_completeness(const json& top, Topology& t);
+
 // The keys every form may have: node structure, protocols, NCCL's graph.
 void read_extras(const Reader& rd, const json& top, Topology& t) {
   if (auto* g = dynamic_cast<GraphTopology*>(&t)) {
@@ -727,9 +729,17 @@ void read_extras(const Reader& rd, const json& top, Topology& t) {
   }
   if (const json* nc = rd.find(top, "nccl")) {
     rd.object(*nc, "nccl");
-    rd.keys(*nc, "nccl", {"gpu", "ring", "tree", "nvls", "runtime_channels", "version"});
-    if (rd.find(*nc, "gpu"))
-      t.nccl.sm80 = rd.choice(*nc, "nccl", "gpu", {"H100", "A100"}) == "A100";
+    rd.keys(*nc, "nccl",
+            {"gpu", "ring", "tree", "nvls", "runtime_channels", "version", "net_latency_us"});
+    if (rd.find(*nc, "gpu")) {
+      std::vector<std::string> names;
+      for (NcclGpu g : kNcclGpus) names.emplace_back(to_string(g));
+      const std::string name = rd.choice(*nc, "nccl", "gpu", names);
+      for (NcclGpu g : kNcclGpus)
+        if (name == to_string(g)) t.nccl.gpu = g;
+    }
+    if (rd.find(*nc, "net_latency_us"))
+      t.nccl.net_latency_us = rd.latency(*nc, "nccl", "net_latency_us") * 1e6;
     if (const json* v = rd.find(*nc, "version")) {
       const std::string field_name = field("nccl", "version");
       if (!v->is_string())
@@ -760,6 +770,46 @@ void read_extras(const Reader& rd, const json& top, Topology& t) {
       t.nccl.runtime_channels =
           static_cast<int>(rd.integer(*nc, "nccl", "runtime_channels", 1, 64));
   }
+  gpu_completeness(top, t);
+}
+
+// A file that describes a GPU machine (it has any of the keys only GPU
+// networks have: nccl, protocols, endpoint.pipelined, endpoint.launch_us)
+// but not all of them models NCCL only in part: without protocols every
+// protocol costs the same, without pipelined endpoints NCCL's FIFOs become
+// rendezvous, without launch_us no call has a host floor, without nccl.gpu
+// NCCL's H100 constants decide. Each missing key is a warning naming the
+// file and the key (docs/TOPOLOGY.md, "GPU networks").
+void gpu_completeness(const json& top, Topology& t) {
+  const json* ep = top.contains("endpoint") ? &top.at("endpoint") : nullptr;
+  const json* nc = top.contains("nccl") ? &top.at("nccl") : nullptr;
+  const json* pr = top.contains("protocols") ? &top.at("protocols") : nullptr;
+  const bool pipelined = ep && ep->contains("pipelined");
+  const bool launch = ep && ep->contains("launch_us");
+  if (!nc && !pr && !pipelined && !launch) return;
+  std::vector<std::string> have;
+  if (nc) have.emplace_back("nccl");
+  if (pr) have.emplace_back("protocols");
+  if (pipelined) have.emplace_back("endpoint.pipelined");
+  if (launch) have.emplace_back("endpoint.launch_us");
+  const std::string why = "the file describes a GPU machine (it has " + join_list(have) + ")";
+  const auto lacks = [&](const std::string& field, const std::string& effect) {
+    t.warnings.push_back(field + ": missing: " + why + " but not this, so " + effect);
+  };
+  if (!pr) {
+    lacks("protocols",
+          "LL, LL128 and Simple cost the same (no wire efficiency, base latency or chunk)");
+  } else {
+    for (const char* p : {"LL", "LL128", "Simple"})
+      if (!pr->contains(p))
+        lacks(std::string("protocols.") + p,
+              std::string("NCCL's ") + p + " runs with no wire efficiency, base latency or chunk");
+  }
+  if (!pipelined || !ep->at("pipelined").is_boolean() || !ep->at("pipelined").get<bool>())
+    lacks("endpoint.pipelined",
+          "sends wait for their receiver (rendezvous) instead of NCCL's eager FIFOs");
+  if (!launch) lacks("endpoint.launch_us", "no call pays a host launch floor");
+  if (!nc || !nc->contains("gpu")) lacks("nccl.gpu", "NCCL's H100 constants choose what NCCL runs");
 }
 
 std::string stem(const std::string& file) {
@@ -869,6 +919,26 @@ std::unique_ptr<Topology> parse_topology(const std::string& text, const std::str
   return finish(std::move(t), file, ranks);
 }
 
+const char* to_string(NcclGpu g) {
+  switch (g) {
+    case NcclGpu::a100:
+      return "A100";
+    case NcclGpu::h100:
+      return "H100";
+    case NcclGpu::h200:
+      return "H200";
+    case NcclGpu::b200:
+      return "B200";
+    case NcclGpu::gb200:
+      return "GB200";
+    case NcclGpu::mi300x:
+      return "MI300X";
+    case NcclGpu::mi325x:
+      return "MI325X";
+  }
+  return "?";
+}
+
 std::unique_ptr<Topology> load_topology(const std::string& spec, int ranks) {
   static const std::string kAstra = "astra:";
   if (spec.rfind(kAstra, 0) == 0) {
@@ -897,8 +967,11 @@ std::unique_ptr<Topology> load_topology(const std::string& spec, int ranks) {
     const ClusterShape shape = parse_cluster_shape(spec.substr(at + 1), "topology " + spec);
     return parse_topology(reshape_topology_text(read_file(path), path, shape), spec, ranks);
   }
-  std::string text = read_file(spec);
-  return parse_topology(text, spec, ranks);
+  std::unique_ptr<Topology> t = parse_topology(read_file(spec), spec, ranks);
+  // What the file leaves out of a GPU machine: one line each, on stderr.
+  for (const std::string& w : t->warnings)
+    std::fprintf(stderr, "collkit: warning: %s: %s\n", spec.c_str(), w.c_str());
+  return t;
 }
 
 }  // namespace collkit

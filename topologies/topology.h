@@ -89,6 +89,20 @@ struct ProtocolProps {
   double chunk_bytes = 0;   // data bytes of one pipeline chunk (0 = not given)
 };
 
+// The GPU of a machine as its collective library sees it (the `nccl.gpu`
+// key, docs/TOPOLOGY.md): which of NCCL's per-architecture constants apply
+// (A100 sm80; H100 and H200 sm90; B200 and GB200 sm100, GB200 on an Arm
+// host), or that the library is AMD's RCCL (MI300X and MI325X, gfx942).
+enum class NcclGpu : std::uint8_t { a100, h100, h200, b200, gb200, mi300x, mi325x };
+// "A100", "H100", ...: the spelling of the `nccl.gpu` key.
+const char* to_string(NcclGpu g);
+// Every value, in the order the loader lists them.
+inline constexpr NcclGpu kNcclGpus[] = {NcclGpu::a100,  NcclGpu::h100,  NcclGpu::h200,
+                                        NcclGpu::b200,  NcclGpu::gb200, NcclGpu::mi300x,
+                                        NcclGpu::mi325x};
+// AMD GPUs, whose library is RCCL (sim/rccl.h).
+inline bool is_amd(NcclGpu g) { return g == NcclGpu::mi300x || g == NcclGpu::mi325x; }
+
 // NCCL's own view of the network, as its topology search reports it (NCCL's
 // INFO log, docs/NCCL.md): the channels of each graph and the bandwidth it
 // assigns each, which NCCL's cost model (sim/nccl.h) uses to choose an
@@ -100,8 +114,13 @@ struct NcclGraphInfo {
   double tree_bw = 0;
   int nvls_heads = 0;
   double nvls_bw = 0;
-  int runtime_channels = 0;  // channels at run time (NCCL doubles the graph's)
-  bool sm80 = false;         // "gpu": "A100": NCCL's A100 (sm80) model constants; else H100 (sm90)
+  int runtime_channels = 0;     // channels at run time (NCCL doubles the graph's)
+  NcclGpu gpu = NcclGpu::h100;  // "gpu": whose constants NCCL's (or RCCL's) cost model uses
+  // "net_latency_us": the latency the network plugin reports to NCCL
+  // (ncclNet properties, NCCL's graph latencyInter), microseconds; NCCL
+  // adds it to every network hop of its model, twice for Simple. 0 = none
+  // (NCCL's own IB and socket transports report none).
+  double net_latency_us = 0;
   // "version": the NCCL release the machine runs, whose cost model decides
   // (sim/nccl_versions.h); none: the command's --nccl-version or collkit's
   // default.
@@ -138,6 +157,10 @@ struct TopologyMetadata {
   // file's "device" gives it, relative to the topology file's folder ("" =
   // not said). The planner's compute model reads it.
   std::string device;
+  // What the loader found missing but not wrong ("FIELD: missing: ..."):
+  // a GPU machine's file without some of the keys NCCL's model needs.
+  // load_topology prints each to stderr.
+  std::vector<std::string> warnings;
 };
 
 class Topology : public TopologyMetadata {

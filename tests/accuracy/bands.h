@@ -36,7 +36,9 @@ struct TableRun {
 
 struct TableBands {
   CompareResult compare;
-  std::string version;  // "2.29.2", or "2.26.2 (default)"
+  // "NCCL 2.29.2", "NCCL 2.26.2 (default)", or "(RCCL 2.22.3)" for an
+  // rccl-tests log (RCCL's own model chooses, whatever NCCL version).
+  std::string version;
 };
 
 inline TableBands table_bands(const TableRun& t, const Topology& topology) {
@@ -48,11 +50,13 @@ inline TableBands table_bands(const TableRun& t, const Topology& topology) {
   sweep.collective = t.collective;
   sweep.algorithms = {t.algorithm};
   sweep.dtype = t.dtype;
+  const bool rccl = measured.extra.value("library", "") == "RCCL";
   const std::optional<NcclVersion> logged = extra_nccl_version(measured);
-  if (logged && nccl_version_supported(*logged)) sweep.nccl_version = logged;
+  if (!rccl && logged && nccl_version_supported(*logged)) sweep.nccl_version = logged;
   TableBands out;
-  out.version = to_string(sweep.nccl_version.value_or(kDefaultNcclVersion)) +
-                (sweep.nccl_version ? "" : " (default)");
+  out.version = rccl ? "(RCCL " + measured.extra.value("rccl_version", std::string("?")) + ")"
+                     : "NCCL " + to_string(sweep.nccl_version.value_or(kDefaultNcclVersion)) +
+                           (sweep.nccl_version ? "" : " (default)");
   for (const ResultRow& row : measured.results)
     if (row.bytes > 0 && (sweep.sizes.empty() || sweep.sizes.back() != row.bytes))
       sweep.sizes.push_back(row.bytes);

@@ -137,6 +137,33 @@ const Table kTables[] = {
     // docs/ACCURACY.md.)
     {"h100x16_2node_alltoall_xxrjun-cluster01.txt", Collective::all_to_all, 16,
      "h100-cluster-16x8", "nccl", DataType::float64, 1, {-1, -1, 8}, {-1, -1, 8}, 8},
+    // Issue 42: the machines users buy now, each on its own shipped file,
+    // the issue's targets (1-64 MiB 20%, >= 64 MiB 10%); measurement only,
+    // nothing was set from these runs. Where a bound is above its target it
+    // is the error of the day and docs/ACCURACY.md ("Machines of issue 42")
+    // says what is not modelled: the cloud runs' plugins and single NIC
+    // pairs, RCCL's MSCCL kernels below 1 MiB.
+    {"h100x16_2node_allreduce_oci-bm-gpu-h100-8.txt", Collective::all_reduce, 16,
+     "h100-cluster-2x8-roce", "nccl", DataType::float32, 1, {-1, -1, 10}, {-1, -1, 10}},
+    {"h100x16_2node_allreduce_gcp-a3mega-tcpxo.txt", Collective::all_reduce, 16,
+     "h100-cluster-2x8-tcpxo", "nccl", DataType::float32, 1, {20, 20, 10}, {84, 75, 20}},
+    {"h100x16_2node_allreduce_aws-p5-keitaw-nccl2.22.3.txt", Collective::all_reduce, 16,
+     "h100-cluster-2x8-efa", "nccl", DataType::float32, 1, {20, 20, 10}, {71, 44, 12}},
+    {"h200x16_2node_allreduce_nebius-ml-cookbook.txt", Collective::all_reduce, 16,
+     "h200-cluster-2x8", "nccl", DataType::float32, 1, {-1, -1, 10}, {-1, -1, 10}},
+    {"h200x2_2node-1pernode_allgather_dranet-gke-a3ultra.txt", Collective::all_gather, 2,
+     "h200-cluster-2x8-roce", "nccl", DataType::float32, 1, {20, 20, 10}, {61, 46, 35}, 1},
+    {"b200x16_2node_allgather_dranet-gke-a4.txt", Collective::all_gather, 16,
+     "b200-cluster-2x8-roce", "nccl", DataType::float32, 1, {20, 20, 10}, {93, 93, 48}},
+    {"b200x2_2node-1pernode_allgather_dranet-gke-a4.txt", Collective::all_gather, 2,
+     "b200-cluster-2x8-roce", "nccl", DataType::float32, 1, {20, 20, 10}, {39, 26, 23}, 1},
+    // One GB200 NVL72 rack: 72 GPUs in one NVLink domain (NVLS across it).
+    {"gb200x72_nvl72_allreduce_coreweave-pr43.txt", Collective::all_reduce, 72, "gb200-nvl72",
+     "nccl", DataType::float32, 1, {-1, -1, 10}, {-1, -1, 10}},
+    {"mi300xx8_allreduce_rccl_hisohara-aac8.txt", Collective::all_reduce, 8, "mi300x-8", "rccl",
+     DataType::float32, 1, {20, 20, 10}, {59, 21, 10}},
+    {"mi300xx16_2node_allreduce_rccl_hisohara-aac10.txt", Collective::all_reduce, 16,
+     "mi300x-cluster-2x8", "rccl", DataType::float32, 1, {20, 20, 10}, {87, 26, 10}},
 };
 // clang-format on
 
@@ -172,9 +199,9 @@ TEST_P(NcclTestsAccuracy, MedianErrorPerBandWithinBound) {
     }
     ASSERT_GT(band.rows, 0u) << band.name;
     const double median = 100 * band.median_abs_error;
-    std::printf("%-70s NCCL %-16s %-15s %3zu rows  median %5.1f%%  worst %5.1f%%  (target %g%%)\n",
-                t.file, version.c_str(), band.name.c_str(), band.rows, median,
-                100 * band.worst_abs_error, t.target[b]);
+    std::printf("%-70s %-21s %-15s %3zu rows  median %5.1f%%  worst %5.1f%%  (target %g%%)\n",
+                t.file, version.c_str(), band.name.c_str(), band.rows,
+                median, 100 * band.worst_abs_error, t.target[b]);
     EXPECT_LE(median, t.bound[b]) << t.file << ", " << band.name;
   }
 }

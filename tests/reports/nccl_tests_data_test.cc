@@ -5,6 +5,7 @@
 // printed busbw within the printed rounding, row by row, independently of the
 // reader's own checks.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -688,6 +689,36 @@ const DataFile kFiles[] = {
      {30970, 277.36, 260.03},
      {31063, 276.53, 259.25},
      59.3638},
+    {"gb200x72_nvl72_allreduce_coreweave-pr43.txt",
+     Collective::all_reduce,
+     72,
+     true,
+     5,
+     "float",
+     536870912,
+     134217728,
+     {1806.7, 297.16, 586.06},
+     {1835.9, 292.43, 576.74},
+     8589934592,
+     2147483648,
+     {20299, 423.16, 834.57},
+     {20006, 429.37, 846.82},
+     745.53},
+    {"gb200x1440_20rack_allreduce_coreweave-pr48.txt",
+     Collective::all_reduce,
+     1440,
+     true,
+     3,
+     "float",
+     536870912,
+     134217728,
+     {7108.4, 75.53, 150.95},
+     {7145.8, 75.13, 150.16},
+     2147483648,
+     536870912,
+     {14980, 143.36, 286.52},
+     {15087, 142.34, 284.49},
+     -1},
     {"b200x2_2node-1pernode_allgather_dranet-gke-a4.txt",
      Collective::all_gather,
      2,
@@ -747,14 +778,14 @@ void expect_row(const ResultRow& r, std::int64_t bytes, std::int64_t count, bool
   EXPECT_DOUBLE_EQ(r.busbw_gbps, f.busbw);
 }
 
-// The twenty-five runs the model was set against and the twenty gathered
-// for issue 38 to measure it only (SOURCES.md); the INFO-line sidecars end
-// in .info.
-TEST(NcclTestsData, AllFortyFiveFilesAreHere) {
+// The twenty-five runs the model was set against, the twenty gathered for
+// issue 38 and the two GB200 NVL72 runs of issue 42 to measure it only
+// (SOURCES.md); the INFO-line sidecars end in .info.
+TEST(NcclTestsData, AllFortySevenFilesAreHere) {
   int n = 0;
   for (const auto& e : fs::directory_iterator(data_dir())) n += e.path().extension() == ".txt";
-  EXPECT_EQ(n, 45);
-  EXPECT_EQ(std::size(kFiles), 45u);
+  EXPECT_EQ(n, 47);
+  EXPECT_EQ(std::size(kFiles), 47u);
 }
 
 TEST(NcclTestsData, EveryFileParsesWithItsRowsAndFigures) {
@@ -785,6 +816,55 @@ TEST(NcclTestsData, EveryFileParsesWithItsRowsAndFigures) {
     EXPECT_EQ(r.results[1].wrong, d.collective == Collective::all_to_all ? -1 : 0);
     EXPECT_EQ(r.results[0].wrong, 0);
   }
+}
+
+// rccl-tests prints the same table as nccl-tests, with its own version line
+// ("# rccl-tests: Version develop:448c4c7") and RCCL's ("# RCCL version :
+// 2.22.3-HEAD:7d8d67c"): the reports say the library is RCCL, its version,
+// and name no NCCL version (RCCL's numbers follow NCCL's, its cost model
+// does not). The one-node run's log was cut before its RCCL line.
+TEST(NcclTestsData, RcclTestsLogsNameRcclAndItsVersion) {
+  const auto extra = [](const char* name, int ranks) {
+    ReadOptions o;
+    o.collective = Collective::all_reduce;
+    o.ranks = ranks;
+    return read_runs((data_dir() / name).string(), o).at(0).report.extra;
+  };
+  const Json two = extra("mi300xx16_2node_allreduce_rccl_hisohara-aac10.txt", 16);
+  EXPECT_EQ(two.value("library", ""), "RCCL");
+  EXPECT_EQ(two.value("rccl_version", ""), "2.22.3");
+  EXPECT_EQ(two.value("rccl_version_line", ""), "2.22.3-HEAD:7d8d67c");
+  EXPECT_EQ(two.value("rccl_tests_version", ""), "develop:448c4c7");
+  EXPECT_FALSE(two.contains("nccl_version"));
+  const Json one = extra("mi300xx8_allreduce_rccl_hisohara-aac8.txt", 8);
+  EXPECT_EQ(one.value("library", ""), "RCCL");
+  EXPECT_EQ(one.value("rccl_tests_version", ""), "develop:a7809b3");
+  EXPECT_FALSE(one.contains("rccl_version"));
+  // The same lines as a raw log prints them, without '#'.
+  const std::string raw =
+      "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg "
+      "iters: 1 validation: 1 graph: 0\n#\nrccl-tests: Version develop:5272cd1\nRCCL version : "
+      "2.26.6-HEAD:6ade506\nHIP version  : 7.0.51831-a3e329ad8\n#\n"
+      "#                                                              out-of-place                "
+      "       in-place\n#       size         count      type   redop    root     time   algbw   "
+      "busbw #wrong     time   algbw   busbw #wrong\n#        (B)    (elements)                   "
+      "            (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n           8             2"
+      "     float     sum      -1    41.16    0.00    0.00      0    39.80    0.00    0.00      "
+      "0\n";
+  const fs::path tmp =
+      fs::temp_directory_path() / ("collkit_rccl_raw_log_" + std::to_string(::getpid()) + ".txt");
+  {
+    std::ofstream out(tmp);
+    out << raw;
+  }
+  ReadOptions o;
+  o.collective = Collective::all_reduce;
+  o.ranks = 16;
+  const Json x = read_runs(tmp.string(), o).at(0).report.extra;
+  fs::remove(tmp);
+  EXPECT_EQ(x.value("library", ""), "RCCL");
+  EXPECT_EQ(x.value("rccl_version", ""), "2.26.6");
+  EXPECT_EQ(x.value("rccl_tests_version", ""), "develop:5272cd1");
 }
 
 // busbw from the time with nccl-tests' factors, against the printed busbw,
@@ -820,9 +900,10 @@ TEST(NcclTestsData, BusbwRecomputedFromTimeMatchesThePrintedBusbw) {
     EXPECT_EQ(table_rows, d.table_rows);
   }
   // Thirteen tables, then the twelve 10-node tables with 1, 2 and 4 GPUs a
-  // node, then the twenty of issue 38.
-  EXPECT_EQ(rows, 2 * (14 + 10 + 10 + 10 + 10 + 31 + 10 + 31 + 31 + 10 + 10 + 31 + 10 + 12 * 10 +
-                       4 * 32 + 4 * 14 + 5 + 31 + 5 + 5 + 31 + 32 + 10 + 10 + 3 + 24 + 28 + 24));
+  // node, then the twenty of issue 38, then the two GB200 runs of issue 42.
+  EXPECT_EQ(rows,
+            2 * (14 + 10 + 10 + 10 + 10 + 31 + 10 + 31 + 31 + 10 + 10 + 31 + 10 + 12 * 10 + 4 * 32 +
+                 4 * 14 + 5 + 31 + 5 + 5 + 31 + 32 + 10 + 10 + 3 + 24 + 28 + 24 + 5 + 3));
 }
 
 // One process per GPU and no "# Rank" lines in the copies: nThread x nGpus
@@ -834,12 +915,22 @@ TEST(NcclTestsData, AWrongRankCountIsCaughtWithTheCountThatFits) {
     SCOPED_TRACE(d.name);
     ReadOptions o;
     o.collective = d.collective;
+    // The GB200 copies have no parameter line (their source shows the table
+    // alone): without nThread x nGpus there is no count to test, and the
+    // reader says so.
+    const bool parameter_line = slurp(data_dir() / d.name).find("# nThread") != std::string::npos;
     try {
       read_runs((data_dir() / d.name).string(), o);
       ADD_FAILURE() << "no error";
     } catch (const FileError& e) {
       const std::string what = e.what();
       EXPECT_NE(what.find(std::string(d.name) + ":"), std::string::npos) << what;
+      if (!parameter_line) {
+        EXPECT_NE(what.find("ranks: unknown: the log has no '# Rank' lines and no '# nThread"),
+                  std::string::npos)
+            << what;
+        continue;
+      }
       // A per-rank count names the count exactly from one row; busbw is
       // rounded, so the reader keeps the counts every row fits.
       const std::string give =

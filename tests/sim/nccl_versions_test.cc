@@ -87,10 +87,12 @@ TEST(NcclVersion, AVersionFollowsTheNewestReleaseAtOrBelowIt) {
   EXPECT_EQ(nccl_tuning({2, 18, 1}).release, (NcclVersion{2, 18, 1}));
   EXPECT_EQ(nccl_tuning({2, 18, 6}).release, (NcclVersion{2, 18, 3}));
   EXPECT_EQ(nccl_tuning({2, 20, 5}).release, (NcclVersion{2, 20, 3}));
-  EXPECT_EQ(nccl_tuning({2, 25, 1}).release, (NcclVersion{2, 24, 3}));
+  // 2.25.1, 2.28.7, 2.29.7 and 2.30.3 change Blackwell's figures only.
+  EXPECT_EQ(nccl_tuning({2, 25, 1}).release, (NcclVersion{2, 25, 1}));
   EXPECT_EQ(nccl_tuning({2, 26, 6}).release, (NcclVersion{2, 26, 2}));
-  EXPECT_EQ(nccl_tuning({2, 28, 7}).release, (NcclVersion{2, 28, 3}));
-  EXPECT_EQ(nccl_tuning({2, 30, 4}).release, (NcclVersion{2, 29, 2}));
+  EXPECT_EQ(nccl_tuning({2, 28, 7}).release, (NcclVersion{2, 28, 7}));
+  EXPECT_EQ(nccl_tuning({2, 29, 3}).release, (NcclVersion{2, 29, 2}));
+  EXPECT_EQ(nccl_tuning({2, 30, 4}).release, (NcclVersion{2, 30, 3}));
   // Releases in order, each with its tag.
   const std::vector<NcclTuning>& rs = nccl_releases();
   ASSERT_FALSE(rs.empty());
@@ -119,9 +121,12 @@ struct Machine {
   double nvls_intra, nvls_inter;
   int collnet_heads;
   double collnet_bw;
-  int runtime;  // channels at run time
-  bool a100;
+  int runtime;           // channels at run time
+  int arch;              // NCCL's compute-capability row: 0 Ampere, 1 Hopper, 2 Blackwell
+  bool nvswitch = true;  // the GPUs of a node meet in a switch (CollNet Direct)
+  bool x86 = true;       // the host is x86 (GB200's Grace is Arm)
 };
+constexpr int kAmpere = 0, kHopper = 1, kBlackwell = 2;
 
 // One node of 8 H100: ring and tree 12 x 30 GB/s, NVLS 8 heads at 40 GB/s
 // (its network side raised to 60, the top of NCCL's sm90 speeds), 24
@@ -129,16 +134,30 @@ struct Machine {
 // time; the NVLS graph's heads at the same 48. One node of 8 A100: 12 x 20,
 // no NVLS. One GPU a node: one NIC, one graph channel.
 const Machine kMachines[] = {
-    {"dgx-h100", "dgx-h100.json", 8, 0, 1, 12, 30, 12, 30, 8, 40, 60, 0, 0, 24, false},
-    {"dgx-a100", "dgx-a100.json", 8, 0, 1, 12, 20, 12, 20, 0, 0, 0, 0, 0, 24, true},
-    {"h100 2x8", "h100-cluster-2x8.json", 16, 0, 2, 8, 48, 8, 48, 8, 48, 48, 0, 0, 16, false},
-    {"h100 4x8", "h100-cluster-4x8.json", 32, 0, 4, 8, 48, 8, 48, 8, 48, 48, 0, 0, 16, false},
-    {"h100 16x8", "h100-cluster-16x8.json", 128, 0, 16, 8, 48, 8, 48, 8, 48, 48, 0, 0, 16, false},
+    {"dgx-h100", "dgx-h100.json", 8, 0, 1, 12, 30, 12, 30, 8, 40, 60, 0, 0, 24, kHopper},
+    {"dgx-a100", "dgx-a100.json", 8, 0, 1, 12, 20, 12, 20, 0, 0, 0, 0, 0, 24, kAmpere},
+    {"h100 2x8", "h100-cluster-2x8.json", 16, 0, 2, 8, 48, 8, 48, 8, 48, 48, 0, 0, 16, kHopper},
+    {"h100 4x8", "h100-cluster-4x8.json", 32, 0, 4, 8, 48, 8, 48, 8, 48, 48, 0, 0, 16, kHopper},
+    {"h100 16x8", "h100-cluster-16x8.json", 128, 0, 16, 8, 48, 8, 48, 8, 48, 48, 0, 0, 16, kHopper},
     {"h100 16x8 sharp", "h100-cluster-16x8-sharp.json", 128, 0, 16, 8, 48, 8, 48, 8, 48, 48, 8, 48,
-     16, false},
-    // The A100 cluster file declares no nccl.gpu: NCCL's H100 figures (docs/TOPOLOGY.md).
-    {"a100 2x8", "a100-cluster-2x8.json", 16, 0, 2, 8, 24, 8, 24, 0, 0, 0, 0, 0, 16, false},
-    {"h100 16x1", "h100-cluster-16x8.json", 16, 1, 16, 1, 48, 1, 48, 0, 0, 0, 0, 0, 2, false},
+     16, kHopper},
+    {"a100 2x8", "a100-cluster-2x8.json", 16, 0, 2, 8, 24, 8, 24, 0, 0, 0, 0, 0, 16, kAmpere},
+    {"h100 16x1", "h100-cluster-16x8.json", 16, 1, 16, 1, 48, 1, 48, 0, 0, 0, 0, 0, 2, kHopper},
+    // Blackwell (docs/NCCL.md, "Blackwell"): one node of 8 B200, ring and
+    // tree 16 x 45 GB/s (NCCL's 8 x 90, duplicated), NVLS 8 heads x 80 GB/s
+    // raised to 90 on the network side, 32 channels; across nodes one channel
+    // per 400G NIC as on H100. The A100 cluster with SHARP: CollNet on an
+    // NVSwitch system without NVLS. One NVL72 rack: 72 GPUs, NVLS 32 heads
+    // (NCCL's most) x 20 GB/s raised to 40; two racks: one graph channel per
+    // NIC up to 16 and 32 NVLS heads at the NIC's 48.
+    {"dgx-b200", "dgx-b200.json", 8, 0, 1, 16, 45, 16, 45, 8, 80, 90, 0, 0, 32, kBlackwell},
+    {"b200 2x8", "b200-cluster-2x8.json", 16, 0, 2, 8, 48, 8, 48, 8, 48, 48, 0, 0, 16, kBlackwell},
+    {"a100 16x8 sharp", "a100-cluster-16x8-sharp.json", 128, 0, 16, 8, 24, 8, 24, 0, 0, 0, 8, 24,
+     16, kAmpere},
+    {"gb200 nvl72", "gb200-nvl72.json", 72, 0, 1, 16, 45, 16, 45, 32, 20, 40, 0, 0, 32, kBlackwell,
+     true, false},
+    {"gb200 2 racks", "gb200-nvl72-cluster-2.json", 144, 0, 2, 16, 48, 16, 48, 32, 48, 48, 0, 0, 32,
+     kBlackwell, true, false},
 };
 
 std::unique_ptr<Topology> load(const Machine& m) {
@@ -177,8 +196,9 @@ TEST(NcclVersions, ContextsCarryNcclsGraphs) {
       EXPECT_NEAR(ctx.collnet_bw, m.collnet_bw, 1e-9);
     }
     EXPECT_EQ(ctx.runtime_channels, m.runtime);
-    EXPECT_EQ(ctx.nvls_channels, 16);
-    EXPECT_EQ(ctx.sm80, m.a100);
+    EXPECT_EQ(ctx.nvls_channels, m.arch == kBlackwell ? 32 : 16);  // 2.26.2
+    EXPECT_EQ(ctx.arch, m.arch);
+    EXPECT_EQ(ctx.x86_host, m.x86);
     EXPECT_EQ(ctx.ring_same_channels, m.nodes == 1);
     EXPECT_EQ(ctx.version, kDefaultNcclVersion);
   }
@@ -262,26 +282,101 @@ double hw_lat(NcclVersion v, int hw, int a, int p) {
   }
 }
 
-// llMaxBws: one node by GPU (Ampere / Hopper rows), more by CPU (Intel row).
-double ll_max_bw(NcclVersion v, bool a100, int nodes) {
-  if (nodes == 1) return a100 ? 87.7 : (v >= V(2, 21, 5) ? 141.0 : 87.7);
+// The row NCCL uses for a GPU: Blackwell's exists from 2.25.1; before, an
+// sm100 GPU falls in Hopper's (compCapIndex stops at minCompCap >= 90).
+int row(NcclVersion v, int arch) { return arch == kBlackwell && v < V(2, 25, 1) ? kHopper : arch; }
+// llMaxBws: one node by GPU (Ampere / Hopper / Blackwell rows), more by CPU
+// (Intel row, which Arm hosts share).
+double ll_max_bw(NcclVersion v, int arch, int nodes) {
+  if (nodes == 1) {
+    switch (row(v, arch)) {
+      case kAmpere:
+        return 87.7;
+      case kHopper:
+        return v >= V(2, 21, 5) ? 141.0 : 87.7;
+      default:
+        return 2 * 141.0;
+    }
+  }
   return nodes == 2 ? 39.0 : 20.4;
 }
 int node_col(int nodes) { return nodes == 1 ? 0 : nodes == 2 ? 1 : 2; }
-double ring_ll128_cap(bool a100) { return a100 ? 20.0 : 36.7; }
-double tree_ll128_cap(NcclVersion v, bool a100, int nodes) {
-  if (a100) return 20.0;
-  return v >= V(2, 18, 3) && nodes > 2 ? 29.0 : 36.7;
+double ring_ll128_cap(NcclVersion v, int arch, int nodes) {
+  switch (row(v, arch)) {
+    case kAmpere:
+      return 20.0;
+    case kHopper:
+      return 36.7;
+    default:
+      if (v >= V(2, 29, 7)) return 40.0;
+      if (v >= V(2, 29, 2)) return nodes == 2 ? 34.6 : 34.5;
+      if (v >= V(2, 28, 7)) return nodes == 2 ? 34.6 : 2 * 36.7;
+      return 2 * 36.7;
+  }
 }
-double tree_cap(NcclVersion v, bool a100, int nodes) {
+double tree_ll128_cap(NcclVersion v, int arch, int nodes) {
+  switch (row(v, arch)) {
+    case kAmpere:
+      return 20.0;
+    case kHopper:
+      return v >= V(2, 18, 3) && nodes > 2 ? 29.0 : 36.7;
+    default: {
+      const double early[3] = {2 * 36.7, 2 * 36.7, 2 * 29.0};
+      const double late[3] = {55.6, 31.67, 20.0};
+      return (v >= V(2, 28, 3) ? late : early)[node_col(nodes)];
+    }
+  }
+}
+double tree_cap(NcclVersion v, int arch, int nodes) {
   const double ampere[3] = {24.0, 23.6, 17.8};
   const double hopper[3] = {38.7, 41.4, v >= V(2, 18, 3) ? 36.0 : 33.0};
-  return (a100 ? ampere : hopper)[node_col(nodes)];
+  const double blackwell_early[3] = {2 * 38.7, 2 * 41.4, 2 * 36.0};
+  const double blackwell_late[3] = {70.0, 42.8, 24.0};
+  switch (row(v, arch)) {
+    case kAmpere:
+      return ampere[node_col(nodes)];
+    case kHopper:
+      return hopper[node_col(nodes)];
+    default:
+      return (v >= V(2, 28, 3) ? blackwell_late : blackwell_early)[node_col(nodes)];
+  }
 }
-double nvls_tree_cap(bool a100, int nodes) {
+double nvls_tree_cap(NcclVersion v, int arch, int nodes) {
   const double ampere[3] = {24.0, 23.6, 17.8};
   const double hopper[3] = {0.0, 57.7, 45.5};
-  return (a100 ? ampere : hopper)[node_col(nodes)];
+  const double blackwell[3] = {0.0, 96.0, v >= V(2, 30, 3) ? 80.0 : v >= V(2, 28, 9) ? 43.8 : 43.1};
+  switch (row(v, arch)) {
+    case kAmpere:
+      return ampere[node_col(nodes)];
+    case kHopper:
+      return hopper[node_col(nodes)];
+    default:
+      return blackwell[node_col(nodes)];
+  }
+}
+double nvls_efficiency(NcclVersion v, int arch) {
+  switch (row(v, arch)) {
+    case kAmpere:
+      return 0.0;
+    case kHopper:
+      return 0.85;
+    default:
+      return 0.74;
+  }
+}
+// NVLS channels (src/transport/nvls.cc): 16 on sm90; sm100 32 (2.25, 2.26),
+// then 24 in one NVLink domain and 32 across (2.27 to 2.29), and from
+// 2.30.3 across domains by the NIC speed.
+int nvls_channels(NcclVersion v, const Machine& m) {
+  if (m.arch != kBlackwell) return 16;
+  if (v < V(2, 27, 3)) return 32;
+  if (m.nodes == 1) return 24;
+  if (v < V(2, 30, 3)) return 32;
+  const double nic = m.ring_bw;  // across nodes, the NIC's per-channel speed
+  if (m.nodes == 2 && nic >= 48) return 32;
+  if (nic >= 96) return m.ranks / m.nodes <= 8 ? 24 : 32;
+  if (nic >= 48) return 24;
+  return 32;
 }
 
 // NCCL's log2i: a shift loop (0 for 0) before 2.22, log2Down (-1) after.
@@ -343,7 +438,7 @@ class NcclOracle {
     if (n_ <= 1) return;
     const int gpu_ll = 0;
     (void)gpu_ll;
-    const double llmax = ll_max_bw(v_, m_.a100, nodes_);
+    const double llmax = ll_max_bw(v_, m_.arch, nodes_);
     for (int f = 0; f < kFuncs; ++f) {
       const int nsteps = f == kAllReduce                            ? 2 * (n_ - 1)
                          : (f == kAllGather || f == kReduceScatter) ? n_ - 1
@@ -371,12 +466,12 @@ class NcclOracle {
           if (a == kNvls || a == kNvlsTree) {
             if (v_ >= V(2, 28, 3)) {
               if (ch < 2) continue;
-              const double eff = m_.a100 ? 0.0 : 0.85;
+              const double eff = nvls_efficiency(v_, m_.arch);
               double ib = intra * eff * (ch - 1) / ch;
               ib *= f == kAllReduce ? 2.0 : (ppn_ - 1) / ppn_;
               double nb = inter * ((nodes_ <= 2 && a == kNvlsTree) ? 2 : 1);
               bw = std::min(ib, nb);
-              if (a == kNvlsTree) bw = std::min(bw, nvls_tree_cap(m_.a100, nodes_));
+              if (a == kNvlsTree) bw = std::min(bw, nvls_tree_cap(v_, m_.arch, nodes_));
             } else if (v_ >= V(2, 19, 1)) {
               if (a == kNvls) {
                 bw = (v_ >= V(2, 27, 3) && f != kAllReduce)
@@ -396,20 +491,20 @@ class NcclOracle {
           }
           if (a == kRing && p == kLL128) {
             const double share = (v_ < V(2, 23, 4) && ppn_ < 2) ? 0.7 : 0.92;
-            bus = std::min(bus * share, ch * ring_ll128_cap(m_.a100));
+            bus = std::min(bus * share, ch * ring_ll128_cap(v_, m_.arch, nodes_));
           }
-          if (a == kTree) bus = std::min(bus * .92, ch * tree_cap(v_, m_.a100, nodes_));
+          if (a == kTree) bus = std::min(bus * .92, ch * tree_cap(v_, m_.arch, nodes_));
           if (a == kTree && p == kLL) bus = std::min(bus / 3.8, llmax);
           if (a == kTree && p == kLL128)
             bus = std::min(bus * (nodes_ == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
-                           ch * tree_ll128_cap(v_, m_.a100, nodes_));
+                           ch * tree_ll128_cap(v_, m_.arch, nodes_));
           if (a == kPat) bus *= v_ >= V(2, 24, 3) ? 0.75 : 0.85;
           if (collnet && p != kSimple) bus = 0;
           if (a == kCnDirect && p == kSimple) {
             double gpu_per_nic = ppn_ / ch;
             gpu_per_nic -= (gpu_per_nic - 1) / 2;
             bus /= gpu_per_nic;
-            if (!m_.a100) bus *= .85;
+            if (m_.arch != kAmpere) bus *= .85;  // minCompCap >= 90
           }
           // To algorithm bandwidth.
           bool convert = true;
@@ -496,7 +591,7 @@ class NcclOracle {
         if (m_.collnet_heads == 0 &&
             (a == kCnDirect || a == kCnChain || (a == kNvls && nodes_ > 1)))
           off = true;
-        if (a == kCnDirect && m_.nvls_heads == 0) off = true;  // not an NVSwitch system
+        if (a == kCnDirect && !m_.nvswitch) off = true;  // not an NVSwitch system
         if (a == kNvls || a == kNvlsTree)
           if (m_.nvls_heads == 0) off = true;  // no NVLS graph
         if (off)
@@ -511,6 +606,10 @@ class NcclOracle {
     if (bw == 0) return -1;
     const int ls = nccl_log2i(v_, bytes >> 6);
     if (a == kTree && f == kAllReduce && ls >= 0 && ls < 23) bw *= kTreeCorrection[p][ls];
+    // 2.29.2+: NVLSTree on Blackwell with an x86 host, 24 entries.
+    if (a == kNvlsTree && f == kAllReduce && v_ >= V(2, 29, 2) && m_.arch == kBlackwell && m_.x86 &&
+        ls >= 0 && ls < 24)
+      bw *= ls < 23 ? kTreeCorrection[p][ls] : (p == kSimple ? .9 : 1.0);
     if (a == kRing && p == kSimple && nodes_ > 1 && f == kAllReduce &&
         bytes / (static_cast<std::int64_t>(m_.runtime) * n_) >= 64)
       lat *= 1.4;
@@ -574,8 +673,8 @@ class NcclOracle {
         sw /= 2;
       }
     } else if (a == kNvls || a == kNvlsTree) {
-      nc = 16;
-      if (v_ >= V(2, 28, 3) && nodes_ > 1 && a == kNvls) nc = std::min(16, m_.runtime);
+      nc = nvls_channels(v_, m_);
+      if (v_ >= V(2, 28, 3) && nodes_ > 1 && a == kNvls) nc = std::min(nc, m_.runtime);
     } else {
       while (static_cast<double>(bytes) < static_cast<double>(nc) * nt * thr) {
         if (nc >= 2)
@@ -587,7 +686,7 @@ class NcclOracle {
     const bool collnet_task = a == kCnDirect || a == kCnChain || (a == kNvls && nodes_ > 1);
     if (v_ < V(2, 22, 3) || collnet_task) return nc;
     // scheduleCollTasksToPlan, the call alone in its plan.
-    const int kind_max = (a == kNvls || a == kNvlsTree) ? 16 : m_.runtime;
+    const int kind_max = (a == kNvls || a == kNvlsTree) ? nvls_channels(v_, m_) : m_.runtime;
     const bool gs = f == kAllGather || f == kReduceScatter;
     const std::int64_t count_bytes = gs ? bytes / n_ : bytes;
     if (count_bytes == 0) return nc;  // no elements: NCCL discards the call, nothing is planned

@@ -89,7 +89,7 @@ TEST(ShippedFiles, Figures) {
 
   auto a100 = shipped("dgx-a100");
   EXPECT_EQ(a100->link(0).bandwidth, 240e9);
-  EXPECT_TRUE(a100->nccl.sm80);
+  EXPECT_EQ(a100->nccl.gpu, NcclGpu::a100);
   EXPECT_EQ(a100->in_network_side(0, nvls), 0);  // no NVLS before Hopper
 
   for (int nodes : {2, 4, 16, 128, 2048}) {
@@ -104,9 +104,42 @@ TEST(ShippedFiles, Figures) {
             (std::vector<std::string>{"n0.g5->n0.nic5.tx", "n0.nic5.tx->rail5", "rail5->n3.nic5.rx",
                                       "n3.nic5.rx->n3.g5"}));
 
+  // The A100 cluster at the H100 files' standard (issue 42): protocols,
+  // pipelined endpoints, launch cost, NCCL's A100 graph.
   auto a100c = shipped("a100-cluster-2x8");
   EXPECT_EQ(a100c->num_ranks(), 16);
-  EXPECT_EQ(a100c->endpoint(0).reduce_bw, 0);
+  EXPECT_EQ(a100c->endpoint(0).reduce_bw, 680e9);
+  EXPECT_TRUE(a100c->endpoint(0).pipelined);
+  EXPECT_DOUBLE_EQ(a100c->endpoint(0).launch, 4e-6);
+  EXPECT_EQ(a100c->default_protocol, Protocol::simple);
+  EXPECT_EQ(a100c->nccl.gpu, NcclGpu::a100);
+  EXPECT_EQ(a100c->nccl.ring_channels, 12);
+
+  // Blackwell: NVLink 5 at NCCL's 18 x 40 GB/s (900 line rate), NVLS 8
+  // heads x 80 x 0.74 a port.
+  auto b200 = shipped("dgx-b200");
+  EXPECT_EQ(b200->link(0).bandwidth, 720e9);
+  EXPECT_EQ(b200->link(0).line_rate, 900e9);
+  EXPECT_EQ(b200->in_network_side(0, nvls), 1);
+  EXPECT_DOUBLE_EQ(nvls, 473.6e9);
+  EXPECT_EQ(b200->nccl.gpu, NcclGpu::b200);
+  // A GB200 NVL72 rack is one node of 72 GPUs; the generator's nodes are racks.
+  auto nvl72 = shipped("gb200-nvl72-cluster-2");
+  EXPECT_EQ(nvl72->num_ranks(), 144);
+  EXPECT_EQ(nvl72->node_of(71), 0);
+  EXPECT_EQ(nvl72->node_of(72), 1);
+  EXPECT_EQ(nvl72->nccl.gpu, NcclGpu::gb200);
+  EXPECT_EQ(shipped("gb200-nvl72-cluster-20")->num_ranks(), 1440);
+  // MI300X: a full mesh, one 48 GB/s xGMI link to each peer (64 line rate).
+  auto mi = shipped("mi300x-8");
+  std::vector<LinkId> r;
+  for (int peer = 1; peer < 8; ++peer) {
+    mi->route(0, peer, r);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(mi->link(r[0]).bandwidth, 48e9);
+    EXPECT_EQ(mi->link(r[0]).line_rate, 64e9);
+  }
+  EXPECT_TRUE(is_amd(mi->nccl.gpu));
 
   EXPECT_EQ(shipped("ring-8")->num_ranks(), 8);
   EXPECT_EQ(shipped("switch-16")->num_ranks(), 16);
@@ -115,6 +148,57 @@ TEST(ShippedFiles, Figures) {
   EXPECT_EQ(shipped("fat-tree-k8")->num_ranks(), 128);
   EXPECT_EQ(shipped("fat-tree-k8")->num_link_classes(), 1);
   EXPECT_EQ(shipped("fat-tree-k8-2to1")->num_link_classes(), 2);
+}
+
+// Every shipped GPU file (a default protocol) has what NCCL's model needs
+// (the loader warns of nothing) and gives every link its line rate.
+TEST(ShippedFiles, GpuFilesAreCompleteWithLineRates) {
+  int gpu_files = 0;
+  for (const auto& entry : fs::directory_iterator(kDir)) {
+    if (entry.path().extension() != ".json") continue;
+    const std::unique_ptr<Topology> t = load_topology(entry.path().string());
+    SCOPED_TRACE(entry.path().string());
+    if (t->default_protocol == Protocol::none) {
+      EXPECT_TRUE(t->warnings.empty());
+      continue;
+    }
+    ++gpu_files;
+    EXPECT_TRUE(t->warnings.empty()) << t->warnings.front();
+    for (LinkId id = 0; id < t->num_links(); id += std::max<LinkId>(1, t->num_links() / 4096))
+      EXPECT_GE(t->link(id).line_rate, t->link(id).bandwidth) << t->link_name(id);
+    EXPECT_GT(t->link(0).line_rate, 0);
+  }
+  EXPECT_GE(gpu_files, 25);
+}
+
+// A file that looks like a GPU machine but lacks some of its keys: one
+// warning per key, naming it (the a100-cluster-2x8.json of before issue 42
+// had no protocols, pipelined endpoints, launch cost or nccl block; with
+// only a launch cost it gets the other four).
+TEST(ShippedFiles, LoaderNamesWhatAGpuFileLacks) {
+  const std::string text = R"({"endpoint": {"launch_us": 4.0},
+    "generator": {"kind": "switch", "ranks": 8, "bandwidth_gbps": 240, "latency_us": 0.3}})";
+  const std::unique_ptr<Topology> t = parse_topology(text, "partial.json");
+  ASSERT_EQ(t->warnings.size(), 3u);
+  EXPECT_EQ(t->warnings[0].rfind("protocols: missing: the file describes a GPU machine (it has "
+                                 "endpoint.launch_us)",
+                                 0),
+            0u)
+      << t->warnings[0];
+  EXPECT_EQ(t->warnings[1].rfind("endpoint.pipelined: missing", 0), 0u) << t->warnings[1];
+  EXPECT_EQ(t->warnings[2].rfind("nccl.gpu: missing", 0), 0u) << t->warnings[2];
+  // A CPU file (none of the GPU keys): nothing to say.
+  EXPECT_TRUE(parse_topology(R"({"generator": {"kind": "ring", "ranks": 4, "bandwidth_gbps": 1}})",
+                             "cpu.json")
+                  ->warnings.empty());
+  // Protocols without LL128: that one is named.
+  const std::unique_ptr<Topology> u = parse_topology(
+      R"({"endpoint": {"launch_us": 4.0, "pipelined": true}, "nccl": {"gpu": "H100"},
+          "protocols": {"LL": {"efficiency": 0.5}, "Simple": {}},
+          "generator": {"kind": "switch", "ranks": 8, "bandwidth_gbps": 240}})",
+      "p.json");
+  ASSERT_EQ(u->warnings.size(), 1u);
+  EXPECT_EQ(u->warnings[0].rfind("protocols.LL128: missing", 0), 0u) << u->warnings[0];
 }
 
 TEST(ShippedFiles, DumbbellCrossesTheThinLink) {

@@ -47,7 +47,9 @@ inline void expect_carries(const Topology& base, const Topology& view, int first
     EXPECT_EQ(view.nccl.nvls_heads, base.nccl.nvls_heads);
     EXPECT_EQ(view.nccl.nvls_bw, base.nccl.nvls_bw);
     EXPECT_EQ(view.nccl.runtime_channels, base.nccl.runtime_channels);
-    EXPECT_EQ(view.nccl.sm80, base.nccl.sm80);
+    EXPECT_EQ(view.nccl.gpu, base.nccl.gpu);
+    EXPECT_EQ(view.nccl.net_latency_us, base.nccl.net_latency_us);
+    EXPECT_EQ(view.warnings, base.warnings);
   }
   ASSERT_TRUE(view.has_nodes());
   for (int r = 0; r < view.num_ranks(); ++r)
