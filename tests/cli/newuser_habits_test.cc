@@ -48,7 +48,7 @@ class NewUserHabits : public ::testing::Test {
 // "tree" names the algorithms it may mean.
 TEST_F(NewUserHabits, NcclAndMpiNamesAreUnderstood) {
   const std::string base = "simulate --topology " + kDgx + " --algorithm ring -b 1K -e 1K";
-  for (const std::string& name : {"allreduce", "AllReduce", "MPI_Allreduce", "all-reduce"}) {
+  for (const std::string name : {"allreduce", "AllReduce", "MPI_Allreduce", "all-reduce"}) {
     const RunResult r = run(base + " --collective " + name);
     EXPECT_EQ(r.exit_code, 0) << name << ": " << r.err;
     EXPECT_NE(r.out.find("all_reduce, algorithm ring"), std::string::npos) << r.out;
