@@ -20,8 +20,8 @@
 #include "reports/report_extra.h"
 #include "sim/engine.h"
 #include "sim/nccl.h"
-#include "topologies/reshape.h"
 #include "sim/rccl.h"
+#include "topologies/reshape.h"
 #include "topologies/sha256.h"
 #include "topologies/topology.h"
 

@@ -235,17 +235,6 @@ void run_simulate(const SimulateArgs& a) {
 
   const std::unique_ptr<Topology> topology = load_topology(a.topology, ranks);
   sweep.ranks = topology->num_ranks();
-  // "all" holds the nccl variants NCCL runs on this machine (nccl:nvls only
-  // where a switch reduces, ...); named ones that do not apply are errors.
-  // Simulating a collkit run (--segments-as), they are the schedules bench
-  // ran, which it can run on any machine.
-  if (a.algorithm == "all" && !sweep.nccl_as_bench) {
-    const NcclContext ctx = nccl_context(*topology, sweep.ranks, sweep.nccl_version);
-    std::erase_if(sweep.algorithms, [&](const std::string& name) {
-      return is_nccl_algorithm(name) &&
-             !nccl_applies(ctx, sweep.collective, name, sweep.dtype, sweep.op);
-    });
-  }
   check_ranks_fit(sweep.ranks, "--topology " + a.topology);
   check_launch_fits(a.launch, options.launch_devices, sweep.ranks);
   check_segment_not_below_chunk(a.segment, sweep.segment_bytes, *topology, sweep.ranks);
@@ -300,7 +289,7 @@ void run_simulate(const SimulateArgs& a) {
         // errors. Simulating a collkit run (--segments-as), they are the
         // schedules bench ran, which it can run on any machine.
         if (a.algorithm == "all" && !s.nccl_as_bench) {
-          const NcclContext ctx = nccl_context(*topology, s.ranks);
+          const NcclContext ctx = nccl_context(*topology, s.ranks, s.nccl_version);
           std::erase_if(s.algorithms, [&](const std::string& name) {
             return is_nccl_algorithm(name) && !nccl_applies(ctx, s.collective, name, s.dtype, s.op);
           });

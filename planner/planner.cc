@@ -1626,9 +1626,8 @@ PlanResult make_plan(const Model& model, const Topology& topology, const PlanOpt
   const double reserve =
       opts.memory_reserve >= 0 ? opts.memory_reserve : default_memory_reserve(opts.device_memory);
   if (!(reserve < opts.device_memory))
-    throw UsageError("--memory-reserve: " + std::to_string(reserve / kGB) +
-                     " GB leaves nothing of the " + std::to_string(opts.device_memory / kGB) +
-                     " GB device memory");
+    throw UsageError("--memory-reserve: " + gb(reserve) + " leaves nothing of the " +
+                     gb(opts.device_memory) + " device memory");
   Planner planner(model, topology, opts);
   PlanResult res = planner.run(topology);
   if (opts.device_tflops > 0)

@@ -17,9 +17,9 @@
 
 #include "algorithms/schedule.h"
 #include "core/dtypes.h"
-#include "core/progress.h"
 #include "core/json.h"
 #include "core/nccl_version.h"
+#include "core/progress.h"
 #include "planner/compute.h"
 #include "planner/device.h"
 #include "planner/planner_model.h"

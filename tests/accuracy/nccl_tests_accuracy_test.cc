@@ -200,8 +200,8 @@ TEST_P(NcclTestsAccuracy, MedianErrorPerBandWithinBound) {
     ASSERT_GT(band.rows, 0u) << band.name;
     const double median = 100 * band.median_abs_error;
     std::printf("%-70s %-21s %-15s %3zu rows  median %5.1f%%  worst %5.1f%%  (target %g%%)\n",
-                t.file, version.c_str(), band.name.c_str(), band.rows,
-                median, 100 * band.worst_abs_error, t.target[b]);
+                t.file, version.c_str(), band.name.c_str(), band.rows, median,
+                100 * band.worst_abs_error, t.target[b]);
     EXPECT_LE(median, t.bound[b]) << t.file << ", " << band.name;
   }
 }
