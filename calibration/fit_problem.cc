@@ -293,7 +293,7 @@ PointSet collect_points(const std::vector<CalibrationInput>& inputs, const Topol
                         const CalibrateOptions& options, RepeatSelection& selection) {
   PointSet set;
   set.networks.push_back(&base);
-  set.network_names.push_back("");
+  set.network_names.emplace_back();
   std::map<std::tuple<std::size_t, int, std::string, std::int64_t, int, int, int>, std::size_t>
       distinct;
   std::vector<std::optional<NcclContext>> nccl_ctx(1);

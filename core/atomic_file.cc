@@ -56,8 +56,8 @@ std::string follow_links(const std::string& path) {
 int descriptor_of(const std::string& path) {
   if (path == "/dev/stdout") return STDOUT_FILENO;
   if (path == "/dev/stderr") return STDERR_FILENO;
-  for (const std::string prefix : {std::string("/dev/fd/"), std::string("/proc/self/fd/"),
-                                   "/proc/" + std::to_string(::getpid()) + "/fd/"}) {
+  for (const std::string& prefix : {std::string("/dev/fd/"), std::string("/proc/self/fd/"),
+                                    "/proc/" + std::to_string(::getpid()) + "/fd/"}) {
     if (path.rfind(prefix, 0) != 0) continue;
     const std::string digits = path.substr(prefix.size());
     if (digits.empty() || digits.size() > 6 ||

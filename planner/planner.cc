@@ -50,7 +50,7 @@ class CommCost {
     if (bytes > kSimCap) {
       const auto hi = best(c, kSimCap, first, stride, size);
       const auto lo = best(c, kSimCap / 2, first, stride, size);
-      const double slope = (hi.first - lo.first) / static_cast<double>(kSimCap / 2);
+      const double slope = (hi.first - lo.first) / (static_cast<double>(kSimCap) / 2);
       return {hi.first + slope * static_cast<double>(bytes - kSimCap),
               hi.second + " (linear above 256 MiB)"};
     }
@@ -762,8 +762,7 @@ class Planner {
     // FLOPs of the step, all ranks.
     double model_flops = 0, extra = 0;
     const double batch = static_cast<double>(opts_.batch);
-    for (std::size_t i = 0; i < model_.layers.size(); ++i) {
-      const Layer& l = model_.layers[i];
+    for (const Layer& l : model_.layers) {
       const double f = static_cast<double>(l.flops) * static_cast<double>(l.repeat) * batch;
       model_flops += 3 * f;
       if (supports_tensor_parallel(l.kind)) {
@@ -1107,6 +1106,7 @@ class Planner {
       }
     };
     std::vector<std::pair<int, int>> flat;
+    flat.reserve(tps.size());
     for (int tp : tps) flat.emplace_back(tp, 1);
     consider_all(flat);
     // Pipelining is for models that do not otherwise fit: when no plan fits
@@ -1338,15 +1338,15 @@ class Planner {
       const bool yours_parallel = lay.tp > 1 || lay.pp > 1;
       const bool choice_plain = best.layout.tp == 1 && best.layout.pp == 1;
       if (yours_parallel && choice_plain && -dt < kLayoutMargin * best.step_time())
-        out.push_back(
+        out.emplace_back(
             "not chosen though faster: the planner keeps plain data parallelism unless tensor or "
             "pipeline parallelism shortens the step by more than 5% (docs/PLANNER.md, \"Search\")");
       else if (lay.pp > 1 && best.layout.pp == 1)
-        out.push_back(
+        out.emplace_back(
             "not chosen though faster: the planner tries pipelines only when no plan without "
             "them fits unless ZeRO-3 shards the weights (docs/PLANNER.md, \"Search\")");
       else
-        out.push_back(
+        out.emplace_back(
             "not chosen though faster: the planner's search does not try this layout (its "
             "choices per layer, micro-batch or virtual stages; docs/PLANNER.md, \"Search\")");
     }

@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 
 # Folders clang-tidy checks (library code, real runs and the command line);
 # TIDY_EXCLUDE names single files to leave out.
-TIDY_DIRS=(core algorithms topologies sim realrun reports calibration planner interop tuner tuner/plugin cli)
+TIDY_DIRS=(core algorithms topologies sim realrun reports calibration planner interop tuner tuner/plugin whatif cli)
 TIDY_EXCLUDE=()
 FUZZ_SECONDS=${COLLKIT_FUZZ_SECONDS:-60}
 JOBS=${CMAKE_BUILD_PARALLEL_LEVEL:-2}

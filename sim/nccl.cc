@@ -159,7 +159,8 @@ std::optional<NcclModelEntry> rccl_entry(const NcclContext& ctx, Collective c, i
   } else {
     int lg = 0;
     for (int x = nodes; x >= 2; x /= 2) ++lg;
-    lat += 2 * ((n / nodes - 1) * intra + lg * inter);
+    const int per_node = n / nodes;  // ranks a node: whole by construction
+    lat += 2 * ((per_node - 1) * intra + lg * inter);
   }
   return NcclModelEntry{lat, alg};
 }

@@ -180,6 +180,7 @@ std::vector<int> mesh_path(const std::vector<std::vector<int>>& cycles, const st
     for (int i = 0; i < d; ++i)
       if (c[i] == first && c[(i + d - 1) % d] == last) {
         std::vector<int> out;
+        out.reserve(static_cast<std::size_t>(d));
         for (int k = 0; k < d; ++k) out.push_back(m[c[(i + k) % d]]);
         return out;
       }

@@ -207,13 +207,13 @@ std::string sweep_table(const Grid& grid, const std::vector<Json>& rows) {
   for (const GridAxis& a : grid.axes) head.push_back(a.name);
   if (grid.kind == GridKind::simulate) {
     for (const char* k : {"ranks", "collective", "size", "best", "time_us", "busbw", "ran"})
-      head.push_back(k);
+      head.emplace_back(k);
   } else {
     for (const char* k :
          {"ranks", "model", "batch", "fits", "step_ms", "comm_ms", "tp", "pp", "dp"})
-      head.push_back(k);
+      head.emplace_back(k);
   }
-  head.push_back("best_machine");
+  head.emplace_back("best_machine");
   std::vector<std::vector<std::string>> cells = {head};
   for (const Json& row : rows) {
     std::vector<std::string> line = {text_of(row.at("point"))};
@@ -232,16 +232,16 @@ std::string sweep_table(const Grid& grid, const std::vector<Json>& rows) {
     } else {
       line.push_back(text_of(row.at("model")));
       line.push_back(text_of(row.at("batch")));
-      line.push_back(row.at("fits").get<bool>() ? "yes" : "no");
+      line.emplace_back(row.at("fits").get<bool>() ? "yes" : "no");
       if (row.contains("step_time_s")) {
         line.push_back(fixed(row.at("step_time_s").get<double>() * 1e3, 1));
         line.push_back(fixed(row.at("comm_time_s").get<double>() * 1e3, 1));
         for (const char* k : {"tp", "pp", "dp"}) line.push_back(text_of(row.at(k)));
       } else {
-        for (int i = 0; i < 5; ++i) line.push_back("-");
+        for (int i = 0; i < 5; ++i) line.emplace_back("-");
       }
     }
-    line.push_back(row.at("best_machine").get<bool>() ? "*" : "");
+    line.emplace_back(row.at("best_machine").get<bool>() ? "*" : "");
     cells.push_back(line);
   }
   std::vector<std::size_t> width(head.size(), 0);
