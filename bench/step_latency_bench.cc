@@ -384,8 +384,8 @@ std::string utc_now() {
 int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
   if (!o.json.empty() && o.json != kStdoutPath) check_writable(o.json);
-  const auto todo = variants(o);
-  if (todo.empty()) throw UsageError("--filter " + o.filter + ": no variant's name contains it");
+  const auto chosen = variants(o);
+  if (chosen.empty()) throw UsageError("--filter " + o.filter + ": no variant's name contains it");
   const std::string problem = realrun::cuda_device_problem();
   if (!problem.empty()) throw UsageError(problem);
   if (o.device >= realrun::cuda_device_count())
@@ -422,9 +422,9 @@ int run(int argc, char** argv) {
   std::printf("# %-52s %12s %10s %10s %10s %7s\n", "", "(ns)", "(ns)", "(ns)", "(ns)", "");
   bool failed = false;
   int index = 0;
-  for (const PingPong& p : todo) {
+  for (const PingPong& p : chosen) {
     ++index;
-    std::fprintf(stderr, "step_latency_bench: [%d/%zu] %s\n", index, todo.size(),
+    std::fprintf(stderr, "step_latency_bench: [%d/%zu] %s\n", index, chosen.size(),
                  name_of(p).c_str());
     int resident = 0;
     CUDA_CHECK(ping_pong_resident_blocks(p, &resident));

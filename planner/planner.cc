@@ -74,14 +74,14 @@ class CommCost {
         want.insert({c, bytes, first, stride, size});
       }
     }
-    std::vector<CommKey> todo;
+    std::vector<CommKey> missing;
     for (const CommKey& k : want)
-      if (!cache_.count(k)) todo.push_back(k);
-    if (todo.empty()) return;
-    std::vector<std::pair<double, std::string>> out(todo.size());
-    parallel_for(todo.size(), jobs_, [&](std::size_t i) { out[i] = simulate_one(todo[i]); });
-    for (std::size_t i = 0; i < todo.size(); ++i) cache_.emplace(todo[i], std::move(out[i]));
-    simulations_ += static_cast<std::int64_t>(todo.size());
+      if (!cache_.count(k)) missing.push_back(k);
+    if (missing.empty()) return;
+    std::vector<std::pair<double, std::string>> out(missing.size());
+    parallel_for(missing.size(), jobs_, [&](std::size_t i) { out[i] = simulate_one(missing[i]); });
+    for (std::size_t i = 0; i < missing.size(); ++i) cache_.emplace(missing[i], std::move(out[i]));
+    simulations_ += static_cast<std::int64_t>(missing.size());
   }
 
   std::int64_t simulations() const { return simulations_; }
@@ -1056,7 +1056,7 @@ class Planner {
         double bound;
         Layout lay;
       };
-      std::vector<Cand> todo;
+      std::vector<Cand> candidates;
       for (const auto& [tp, pp] : degrees) {
         const int d = data_parallel_degree(tp, pp, dpn);
         if (d == 0) continue;
@@ -1072,14 +1072,14 @@ class Planner {
                 least_layout = lay;
               }
               if (memory > usable_) continue;
-              todo.push_back({time, lay});
+              candidates.push_back({time, lay});
             }
       }
-      std::stable_sort(todo.begin(), todo.end(),
+      std::stable_sort(candidates.begin(), candidates.end(),
                        [](const Cand& a, const Cand& b) { return a.bound < b.bound; });
       std::size_t done = 0;
-      if (opts_.progress) opts_.progress->set_total(todo.size());
-      for (const Cand& c : todo) {
+      if (opts_.progress) opts_.progress->set_total(candidates.size());
+      for (const Cand& c : candidates) {
         ++done;
         const bool simple = c.lay.tp == 1 && c.lay.pp == 1;
         const double bar = have_best ? best_fit.step_time() / (simple ? 1 - kLayoutMargin : 1)

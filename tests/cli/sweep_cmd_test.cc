@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-#include "cli_runner.h"
+#include "sweep_fixture.h"
 
 namespace collkit {
 namespace {
@@ -22,27 +22,9 @@ using testing_cli::slurp;
 
 const std::string kSource = COLLKIT_SOURCE_DIR;
 
-class SweepCmd : public ::testing::Test {
+class SweepCmd : public testing_cli::SweepFiles {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("collkit_cli_sweep_cmd." + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string outputs(const std::string& tag) const {
-    return " --json '" + (dir_ / (tag + ".json")).string() + "' --csv '" +
-           (dir_ / (tag + ".csv")).string() + "' --html '" + (dir_ / (tag + ".html")).string() +
-           "'";
-  }
-  void expect_same(const std::string& a, const std::string& b) const {
-    for (const char* ext : {".json", ".csv", ".html"}) {
-      const std::string x = slurp(dir_ / (a + ext)), y = slurp(dir_ / (b + ext));
-      EXPECT_FALSE(x.empty()) << a << ext;
-      EXPECT_EQ(x, y) << a << ext << " vs " << b << ext;
-    }
-  }
-  fs::path dir_;
+  SweepCmd() : SweepFiles("sweep_cmd") {}
 };
 
 TEST_F(SweepCmd, SameFilesWhateverTheThreads) {
