@@ -113,149 +113,29 @@ std::string_view to_string(DevOpKind k) {
   return "?";
 }
 
-DeviceProgram compile_device_program(std::span<const CompiledPlan* const> plans,
-                                     const MultiRankProgram& program, int lanes, bool ll_forward,
-                                     LlProtocol protocol) {
-  if (lanes < 1) throw UsageError("interpreter: lanes must be >= 1, got " + std::to_string(lanes));
-  const int p = static_cast<int>(plans.size());
-  if (p < 1 || program.ranks != p)
-    throw UsageError("interpreter: the multi-rank program has " + std::to_string(program.ranks) +
-                     " ranks but " + std::to_string(p) + " plans were given");
-  DeviceProgram d;
-  d.ranks = p;
-  d.lanes = lanes;
-  d.type = plans[0]->type;
-  d.op = plans[0]->op;
-  d.ll_protocol = protocol;
-  d.flag_rank = program.event_stream;
-  std::vector<std::vector<DevOp>> per(p);
-  const auto ref = [](int rank, const PlanRef& r) { return DevRef{rank, r.area, r.offset}; };
-  const auto refuse = [&](int rank, const std::string& why) {
-    if (d.unsupported.empty()) d.unsupported = "rank " + std::to_string(rank) + ": " + why;
-  };
-  // LL slots: one per message, in its receiver's area, in the order the
-  // program first names the message (its ll_send or its receive).
-  d.ll_bytes.assign(p, 0);
-  std::map<std::pair<int, std::uint32_t>, std::int64_t> slot_of;  // (sender, send) -> offset
-  const auto slot = [&](int sender, std::uint32_t send) {
-    const PlanMessage& m = plans[sender]->sends[send];
-    const auto [it, fresh] = slot_of.try_emplace({sender, send}, d.ll_bytes[m.peer]);
-    if (fresh) d.ll_bytes[m.peer] += ll_slot_bytes(m.ref.bytes, protocol);
-    return it->second;
-  };
+namespace {
 
-  for (const StreamCmd& c : program.cmds) {
-    std::vector<DevOp>& out = per[c.stream];
-    DevOp o;
-    switch (c.kind) {
-      case CmdKind::record:
-        o.kind = DevOpKind::signal;
-        o.flag = c.event;
-        out.push_back(o);
-        break;
-      case CmdKind::wait:
-        o.kind = DevOpKind::wait;
-        o.flag = c.event;
-        out.push_back(o);
-        break;
-      case CmdKind::ll_send: {
-        const PlanMessage& s = plans[c.stream]->sends[c.send];
-        if (s.ref.bytes == 0) break;
-        o.kind = DevOpKind::ll_send;
-        o.src = ref(c.stream, s.ref);
-        o.bytes = s.ref.bytes;
-        o.slot_rank = s.peer;
-        o.slot = slot(c.stream, c.send);
-        out.push_back(o);
-        break;
-      }
-      case CmdKind::copy: {
-        const PlanMessage& s = plans[c.peer]->sends[c.send];
-        const PlanMessage& r = plans[c.stream]->recvs[c.index];
-        if (r.ref.bytes == 0) break;
-        o.kind = c.ll ? DevOpKind::ll_copy : DevOpKind::copy;
-        o.dst = ref(c.stream, r.ref);
-        o.src = ref(c.peer, s.ref);
-        o.bytes = r.ref.bytes;
-        if (c.ll) {
-          o.slot_rank = c.stream;
-          o.slot = slot(c.peer, c.send);
-        }
-        out.push_back(o);
-        break;
-      }
-      case CmdKind::local:
-      case CmdKind::reduce_from: {
-        const CompiledPlan& plan = *plans[c.stream];
-        const PlanLocal& l = plan.locals[c.index];
-        if (l.src.bytes == 0) break;
-        const bool from_peer = c.kind == CmdKind::reduce_from;
-        if (!from_peer && overlap(plan, l.src, l.dst)) {
-          const bool same = storage_span(plan, l.src) == storage_span(plan, l.dst);
-          if (!l.reduce && same) break;  // copying a region onto itself writes nothing
-          // x op x (the same region) is element-wise and fine; a partial
-          // overlap is not, for a copy or a reduce, once threads split it.
-          if (!same || !l.reduce)
-            refuse(c.stream, std::string("a local ") + (l.reduce ? "reduce" : "copy") +
-                                 " between overlapping regions (the interpreter splits every "
-                                 "operation over threads)");
-        }
-        o.kind = from_peer || l.reduce ? DevOpKind::reduce : DevOpKind::copy;
-        o.dst = ref(c.stream, l.dst);
-        o.src = from_peer ? ref(c.peer, plans[c.peer]->sends[c.send].ref) : ref(c.stream, l.src);
-        o.has_also = l.has_also;
-        if (l.has_also) o.also = ref(c.stream, l.also);
-        o.bytes = l.src.bytes;
-        if (from_peer && c.ll) {
-          o.kind = DevOpKind::ll_reduce;
-          o.slot_rank = c.stream;
-          o.slot = slot(c.peer, c.send);
-        }
-        out.push_back(o);
-        break;
-      }
-      case CmdKind::finish_avg: {
-        const CompiledPlan& plan = *plans[c.stream];
-        if (plan.output_bytes == 0) break;
-        o.kind = DevOpKind::finish_avg;
-        o.dst = {c.stream, Area::output, 0};
-        o.bytes = plan.output_bytes;
-        out.push_back(o);
-        break;
-      }
-    }
+// Builds one DeviceProgram from the ranks' plans and their multi-rank
+// program, in the order of compile_device_program's steps.
+class DeviceProgramBuilder {
+ public:
+  DeviceProgramBuilder(std::span<const CompiledPlan* const> plans, LlProtocol protocol,
+                       DeviceProgram& d)
+      : plans_(plans), p_(static_cast<int>(plans.size())), protocol_(protocol), d_(d), per_(p_) {
+    d.ll_bytes.assign(p_, 0);
   }
 
-  const auto span_of = [&](const DevRef& r, std::int64_t bytes, bool lines = false) {
-    const auto [storage, lo, hi] = storage_span(*plans[r.rank], PlanRef{r.area, r.offset, bytes});
-    return Span{r.rank, storage, lo, hi, lines};
-  };
-  const auto same_span = [](const Span& a, const Span& b) {
-    return a.rank == b.rank && a.storage == b.storage && a.lo == b.lo && a.hi == b.hi;
-  };
-  // What a data operation writes (for the forwarding below).
-  const auto writes_of = [&](const DevOp& o, std::vector<Span>& w) {
-    w.clear();
-    switch (o.kind) {
-      case DevOpKind::copy:
-      case DevOpKind::reduce:
-      case DevOpKind::finish_avg:
-      case DevOpKind::ll_copy:
-      case DevOpKind::ll_reduce:
-        w.push_back(span_of(o.dst, o.bytes));
-        if (o.has_also) w.push_back(span_of(o.also, o.bytes));
-        break;
-      default:
-        break;
-    }
-  };
+  // Each stream command as the rank's device operations (empty ones dropped).
+  void translate(const MultiRankProgram& program) {
+    for (const StreamCmd& c : program.cmds) translate(c, per_[c.stream]);
+  }
 
   // Forwarding: an ll_send of exactly the bytes an earlier LL receive of the
   // rank wrote, unwritten since, goes out from that receive.
-  if (ll_forward) {
+  void forward_ll() {
     std::vector<Span> w;
-    for (int r = 0; r < p; ++r) {
-      std::vector<DevOp>& ops = per[r];
+    for (int r = 0; r < p_; ++r) {
+      std::vector<DevOp>& ops = per_[r];
       std::vector<char> gone(ops.size(), 0);
       for (std::size_t j = 0; j < ops.size(); ++j) {
         if (ops[j].kind != DevOpKind::ll_send) continue;
@@ -268,7 +148,7 @@ DeviceProgram compile_device_program(std::span<const CompiledPlan* const> plans,
             ops[i].fwd_rank = ops[j].slot_rank;
             ops[i].fwd_slot = ops[j].slot;
             gone[j] = 1;
-            ++d.ll_forwards;
+            ++d_.ll_forwards;
             break;
           }
           writes_of(o, w);
@@ -286,106 +166,280 @@ DeviceProgram compile_device_program(std::span<const CompiledPlan* const> plans,
   }
 
   // Lanes: barriers where slices of two operations of a rank could meet.
-  for (int r = 0; r < p; ++r) {
-    std::vector<DevOp> with_barriers;
-    Hazards h;
-    std::vector<Span> reads, writes;
-    for (const DevOp& o : per[r]) {
-      reads.clear();
-      writes.clear();
-      switch (o.kind) {
-        case DevOpKind::copy:
-          reads.push_back(span_of(o.src, o.bytes));
-          writes.push_back(span_of(o.dst, o.bytes));
-          break;
-        case DevOpKind::reduce:
-          reads.push_back(span_of(o.src, o.bytes));
-          reads.push_back(span_of(o.dst, o.bytes));
-          writes.push_back(span_of(o.dst, o.bytes));
-          if (o.has_also) writes.push_back(span_of(o.also, o.bytes));
-          break;
-        case DevOpKind::finish_avg:
-          reads.push_back(span_of(o.dst, o.bytes));
-          writes.push_back(span_of(o.dst, o.bytes));
-          break;
-        case DevOpKind::ll_send:  // the slot is the receiver's, written once
-          reads.push_back(span_of(o.src, o.bytes, true));
-          break;
-        case DevOpKind::ll_copy:
-          writes.push_back(span_of(o.dst, o.bytes, true));
-          break;
-        case DevOpKind::ll_reduce:
-          reads.push_back(span_of(o.dst, o.bytes, true));
-          writes.push_back(span_of(o.dst, o.bytes, true));
-          if (o.has_also) writes.push_back(span_of(o.also, o.bytes, true));
-          break;
-        default:
-          break;
+  void add_barriers(int lanes) {
+    for (int r = 0; r < p_; ++r) {
+      std::vector<DevOp> with_barriers;
+      Hazards h;
+      std::vector<Span> reads, writes;
+      for (const DevOp& o : per_[r]) {
+        accesses(o, reads, writes);
+        if (lanes > 1 && h.conflict(reads, writes)) {
+          DevOp b;
+          b.kind = DevOpKind::barrier;
+          b.flag = static_cast<int>(d_.flag_rank.size());
+          d_.flag_rank.push_back(r);
+          with_barriers.push_back(b);
+          h.clear();
+        }
+        h.add(reads, writes);
+        with_barriers.push_back(o);
       }
-      if (lanes > 1 && h.conflict(reads, writes)) {
-        DevOp b;
-        b.kind = DevOpKind::barrier;
-        b.flag = static_cast<int>(d.flag_rank.size());
-        d.flag_rank.push_back(r);
-        with_barriers.push_back(b);
-        h.clear();
-      }
-      h.add(reads, writes);
-      with_barriers.push_back(o);
+      per_[r] = std::move(with_barriers);
     }
-    per[r] = std::move(with_barriers);
   }
 
-  d.ll_messages = program.ll_messages;
-  d.first_op.push_back(0);
-  for (int r = 0; r < p; ++r) {
-    for (const DevOp& o : per[r]) {
-      switch (o.kind) {
-        case DevOpKind::wait:
-          ++d.waits;
-          break;
-        case DevOpKind::signal:
-          ++d.signals;
-          break;
-        case DevOpKind::barrier:
-          ++d.barriers;
-          break;
-        case DevOpKind::copy:
-          ++d.copies;
-          d.bytes_read += o.bytes;
-          d.bytes_written += o.bytes;
-          break;
-        case DevOpKind::reduce:
-          ++d.reduces;
-          d.bytes_read += 2 * o.bytes;
-          d.bytes_written += o.bytes * (o.has_also ? 2 : 1);
-          break;
-        case DevOpKind::finish_avg:
-          d.bytes_read += o.bytes;
-          d.bytes_written += o.bytes;
-          break;
-        case DevOpKind::ll_send:
-          d.bytes_read += o.bytes;
-          d.bytes_written += ll_slot_bytes(o.bytes, protocol);
-          break;
-        case DevOpKind::ll_copy:
-          ++d.copies;
-          d.bytes_read += ll_slot_bytes(o.bytes, protocol);
-          d.bytes_written += o.bytes;
-          if (o.fwd_rank >= 0) d.bytes_written += ll_slot_bytes(o.bytes, protocol);
-          break;
-        case DevOpKind::ll_reduce:
-          ++d.reduces;
-          d.bytes_read += ll_slot_bytes(o.bytes, protocol) + o.bytes;
-          d.bytes_written += o.bytes * (o.has_also ? 2 : 1);
-          if (o.fwd_rank >= 0) d.bytes_written += ll_slot_bytes(o.bytes, protocol);
-          break;
+  // Every rank's operations into d.ops (rank r's from first_op[r]), counted.
+  void flatten() {
+    d_.first_op.push_back(0);
+    for (int r = 0; r < p_; ++r) {
+      for (const DevOp& o : per_[r]) {
+        count(o);
+        if ((o.kind == DevOpKind::copy || o.kind == DevOpKind::reduce) && o.src.rank != r)
+          ++d_.pulls;
+        d_.ops.push_back(o);
       }
-      if ((o.kind == DevOpKind::copy || o.kind == DevOpKind::reduce) && o.src.rank != r) ++d.pulls;
-      d.ops.push_back(o);
+      d_.first_op.push_back(static_cast<std::uint32_t>(d_.ops.size()));
     }
-    d.first_op.push_back(static_cast<std::uint32_t>(d.ops.size()));
   }
+
+ private:
+  static DevRef ref(int rank, const PlanRef& r) { return DevRef{rank, r.area, r.offset}; }
+
+  void refuse(int rank, const std::string& why) {
+    if (d_.unsupported.empty()) d_.unsupported = "rank " + std::to_string(rank) + ": " + why;
+  }
+
+  // LL slots: one per message, in its receiver's area, in the order the
+  // program first names the message (its ll_send or its receive).
+  std::int64_t slot(int sender, std::uint32_t send) {
+    const PlanMessage& m = plans_[sender]->sends[send];
+    const auto [it, fresh] = slot_of_.try_emplace({sender, send}, d_.ll_bytes[m.peer]);
+    if (fresh) d_.ll_bytes[m.peer] += ll_slot_bytes(m.ref.bytes, protocol_);
+    return it->second;
+  }
+
+  void translate(const StreamCmd& c, std::vector<DevOp>& out) {
+    DevOp o;
+    switch (c.kind) {
+      case CmdKind::record:
+        o.kind = DevOpKind::signal;
+        o.flag = c.event;
+        out.push_back(o);
+        break;
+      case CmdKind::wait:
+        o.kind = DevOpKind::wait;
+        o.flag = c.event;
+        out.push_back(o);
+        break;
+      case CmdKind::ll_send: {
+        const PlanMessage& s = plans_[c.stream]->sends[c.send];
+        if (s.ref.bytes == 0) break;
+        o.kind = DevOpKind::ll_send;
+        o.src = ref(c.stream, s.ref);
+        o.bytes = s.ref.bytes;
+        o.slot_rank = s.peer;
+        o.slot = slot(c.stream, c.send);
+        out.push_back(o);
+        break;
+      }
+      case CmdKind::copy: {
+        const PlanMessage& s = plans_[c.peer]->sends[c.send];
+        const PlanMessage& r = plans_[c.stream]->recvs[c.index];
+        if (r.ref.bytes == 0) break;
+        o.kind = c.ll ? DevOpKind::ll_copy : DevOpKind::copy;
+        o.dst = ref(c.stream, r.ref);
+        o.src = ref(c.peer, s.ref);
+        o.bytes = r.ref.bytes;
+        if (c.ll) {
+          o.slot_rank = c.stream;
+          o.slot = slot(c.peer, c.send);
+        }
+        out.push_back(o);
+        break;
+      }
+      case CmdKind::local:
+      case CmdKind::reduce_from:
+        translate_local(c, out);
+        break;
+      case CmdKind::finish_avg: {
+        const CompiledPlan& plan = *plans_[c.stream];
+        if (plan.output_bytes == 0) break;
+        o.kind = DevOpKind::finish_avg;
+        o.dst = {c.stream, Area::output, 0};
+        o.bytes = plan.output_bytes;
+        out.push_back(o);
+        break;
+      }
+    }
+  }
+
+  // A local copy or reduce, or a reduce from a peer's send buffer.
+  void translate_local(const StreamCmd& c, std::vector<DevOp>& out) {
+    const CompiledPlan& plan = *plans_[c.stream];
+    const PlanLocal& l = plan.locals[c.index];
+    if (l.src.bytes == 0) return;
+    const bool from_peer = c.kind == CmdKind::reduce_from;
+    if (!from_peer && overlap(plan, l.src, l.dst)) {
+      const bool same = storage_span(plan, l.src) == storage_span(plan, l.dst);
+      if (!l.reduce && same) return;  // copying a region onto itself writes nothing
+      // x op x (the same region) is element-wise and fine; a partial
+      // overlap is not, for a copy or a reduce, once threads split it.
+      if (!same || !l.reduce)
+        refuse(c.stream, std::string("a local ") + (l.reduce ? "reduce" : "copy") +
+                             " between overlapping regions (the interpreter splits every "
+                             "operation over threads)");
+    }
+    DevOp o;
+    o.kind = from_peer || l.reduce ? DevOpKind::reduce : DevOpKind::copy;
+    o.dst = ref(c.stream, l.dst);
+    o.src = from_peer ? ref(c.peer, plans_[c.peer]->sends[c.send].ref) : ref(c.stream, l.src);
+    o.has_also = l.has_also;
+    if (l.has_also) o.also = ref(c.stream, l.also);
+    o.bytes = l.src.bytes;
+    if (from_peer && c.ll) {
+      o.kind = DevOpKind::ll_reduce;
+      o.slot_rank = c.stream;
+      o.slot = slot(c.peer, c.send);
+    }
+    out.push_back(o);
+  }
+
+  Span span_of(const DevRef& r, std::int64_t bytes, bool lines = false) const {
+    const auto [storage, lo, hi] = storage_span(*plans_[r.rank], PlanRef{r.area, r.offset, bytes});
+    return Span{r.rank, storage, lo, hi, lines};
+  }
+  static bool same_span(const Span& a, const Span& b) {
+    return a.rank == b.rank && a.storage == b.storage && a.lo == b.lo && a.hi == b.hi;
+  }
+
+  // What a data operation writes (for the forwarding).
+  void writes_of(const DevOp& o, std::vector<Span>& w) const {
+    w.clear();
+    switch (o.kind) {
+      case DevOpKind::copy:
+      case DevOpKind::reduce:
+      case DevOpKind::finish_avg:
+      case DevOpKind::ll_copy:
+      case DevOpKind::ll_reduce:
+        w.push_back(span_of(o.dst, o.bytes));
+        if (o.has_also) w.push_back(span_of(o.also, o.bytes));
+        break;
+      default:
+        break;
+    }
+  }
+
+  // What an operation reads and writes, as its lanes split it.
+  void accesses(const DevOp& o, std::vector<Span>& reads, std::vector<Span>& writes) const {
+    reads.clear();
+    writes.clear();
+    switch (o.kind) {
+      case DevOpKind::copy:
+        reads.push_back(span_of(o.src, o.bytes));
+        writes.push_back(span_of(o.dst, o.bytes));
+        break;
+      case DevOpKind::reduce:
+        reads.push_back(span_of(o.src, o.bytes));
+        reads.push_back(span_of(o.dst, o.bytes));
+        writes.push_back(span_of(o.dst, o.bytes));
+        if (o.has_also) writes.push_back(span_of(o.also, o.bytes));
+        break;
+      case DevOpKind::finish_avg:
+        reads.push_back(span_of(o.dst, o.bytes));
+        writes.push_back(span_of(o.dst, o.bytes));
+        break;
+      case DevOpKind::ll_send:  // the slot is the receiver's, written once
+        reads.push_back(span_of(o.src, o.bytes, true));
+        break;
+      case DevOpKind::ll_copy:
+        writes.push_back(span_of(o.dst, o.bytes, true));
+        break;
+      case DevOpKind::ll_reduce:
+        reads.push_back(span_of(o.dst, o.bytes, true));
+        writes.push_back(span_of(o.dst, o.bytes, true));
+        if (o.has_also) writes.push_back(span_of(o.also, o.bytes, true));
+        break;
+      default:
+        break;
+    }
+  }
+
+  // The program's totals: operations by kind, bytes read and written.
+  void count(const DevOp& o) {
+    switch (o.kind) {
+      case DevOpKind::wait:
+        ++d_.waits;
+        break;
+      case DevOpKind::signal:
+        ++d_.signals;
+        break;
+      case DevOpKind::barrier:
+        ++d_.barriers;
+        break;
+      case DevOpKind::copy:
+        ++d_.copies;
+        d_.bytes_read += o.bytes;
+        d_.bytes_written += o.bytes;
+        break;
+      case DevOpKind::reduce:
+        ++d_.reduces;
+        d_.bytes_read += 2 * o.bytes;
+        d_.bytes_written += o.bytes * (o.has_also ? 2 : 1);
+        break;
+      case DevOpKind::finish_avg:
+        d_.bytes_read += o.bytes;
+        d_.bytes_written += o.bytes;
+        break;
+      case DevOpKind::ll_send:
+        d_.bytes_read += o.bytes;
+        d_.bytes_written += ll_slot_bytes(o.bytes, protocol_);
+        break;
+      case DevOpKind::ll_copy:
+        ++d_.copies;
+        d_.bytes_read += ll_slot_bytes(o.bytes, protocol_);
+        d_.bytes_written += o.bytes;
+        if (o.fwd_rank >= 0) d_.bytes_written += ll_slot_bytes(o.bytes, protocol_);
+        break;
+      case DevOpKind::ll_reduce:
+        ++d_.reduces;
+        d_.bytes_read += ll_slot_bytes(o.bytes, protocol_) + o.bytes;
+        d_.bytes_written += o.bytes * (o.has_also ? 2 : 1);
+        if (o.fwd_rank >= 0) d_.bytes_written += ll_slot_bytes(o.bytes, protocol_);
+        break;
+    }
+  }
+
+  std::span<const CompiledPlan* const> plans_;
+  int p_;
+  LlProtocol protocol_;
+  DeviceProgram& d_;
+  std::vector<std::vector<DevOp>> per_;                            // each rank's operations
+  std::map<std::pair<int, std::uint32_t>, std::int64_t> slot_of_;  // (sender, send) -> offset
+};
+
+}  // namespace
+
+DeviceProgram compile_device_program(std::span<const CompiledPlan* const> plans,
+                                     const MultiRankProgram& program, int lanes, bool ll_forward,
+                                     LlProtocol protocol) {
+  if (lanes < 1) throw UsageError("interpreter: lanes must be >= 1, got " + std::to_string(lanes));
+  const int p = static_cast<int>(plans.size());
+  if (p < 1 || program.ranks != p)
+    throw UsageError("interpreter: the multi-rank program has " + std::to_string(program.ranks) +
+                     " ranks but " + std::to_string(p) + " plans were given");
+  DeviceProgram d;
+  d.ranks = p;
+  d.lanes = lanes;
+  d.type = plans[0]->type;
+  d.op = plans[0]->op;
+  d.ll_protocol = protocol;
+  d.flag_rank = program.event_stream;
+  DeviceProgramBuilder b(plans, protocol, d);
+  b.translate(program);
+  if (ll_forward) b.forward_ll();
+  b.add_barriers(lanes);
+  d.ll_messages = program.ll_messages;
+  b.flatten();
   return d;
 }
 
