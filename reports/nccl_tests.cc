@@ -1387,8 +1387,43 @@ class JsonReader {
     }
     std::string algorithm = kNcclTestsAlgorithm;
     if (ext) read_extension(*ext, rep, algorithm);
+    const Collective collective = read_collective(j, ext, x);
 
-    // The collective: the extension, the binary (args[0]), --collective.
+    const Json* config = nullptr;
+    if (j.contains("config")) {
+      config = &j["config"];
+      if (!config->is_object()) fail("config", "expected an object, got " + json_type(*config));
+      read_config(*config, x);
+    }
+    if (rep.ranks == 0) read_ranks(config, rep);
+
+    const Json& results = member(j, "", "results");
+    if (!results.is_array()) fail("results", "expected an array, got " + json_type(results));
+    Entries entries;
+    for (std::size_t i = 0; i < results.size(); ++i)
+      read_result(results[i], "results[" + std::to_string(i) + "]", collective, algorithm, run,
+                  entries);
+    if (rep.results.empty()) fail("results", "no figures (no out_of_place or in_place entry)");
+    read_trailer(j, entries, x);
+    set_levels(collective, ext && ext->contains("dtype"), entries, rep);
+    rep.best = compute_best(rep.results);
+    return run;
+  }
+
+ private:
+  // Per result row kept: its type, reduction and root (the report's levels
+  // are the first row's, and rows that differ carry their own), and the
+  // busbw figures read, for the file's average.
+  struct Entries {
+    std::vector<DataType> dtypes;
+    std::vector<std::string> redops;
+    std::vector<int> roots;
+    double busbw_sum = 0;
+    int busbw_n = 0;
+  };
+
+  // The collective: the extension, the binary (args[0]), --collective.
+  Collective read_collective(const Json& j, const Json* ext, Json& x) const {
     std::optional<Collective> c;
     std::string binary;
     if (j.contains("args") && j["args"].is_array() && !j["args"].empty() &&
@@ -1415,169 +1450,177 @@ class JsonReader {
       fail("args[0]",
            "does not name an nccl-tests binary (e.g. all_reduce_perf); give --collective");
     }
-    const Collective collective = *c;
+    return *c;
+  }
 
-    // The config and the rank count.
-    const Json* config = nullptr;
-    if (j.contains("config")) {
-      config = &j["config"];
-      if (!config->is_object()) fail("config", "expected an object, got " + json_type(*config));
-      read_config(*config, x);
+  // The rank count: config.devices x nthreads x ngpus, else --ranks.
+  void read_ranks(const Json* config, Report& rep) const {
+    int from_devices = 0;
+    if (config && config->contains("devices") && (*config)["devices"].is_array() &&
+        !(*config)["devices"].empty()) {
+      // Each factor is bounded before the product, so it cannot overflow.
+      const auto bounded = [&](std::int64_t v, const char* path) {
+        if (v > (1 << 24)) fail(path, "too large: " + std::to_string(v));
+        return v;
+      };
+      const std::int64_t n =
+          bounded(static_cast<std::int64_t>((*config)["devices"].size()), "config.devices") *
+          bounded(integer(member(*config, "config", "nthreads"), "config.nthreads", 1),
+                  "config.nthreads") *
+          bounded(integer(member(*config, "config", "ngpus"), "config.ngpus", 1), "config.ngpus");
+      if (n > (1 << 24)) fail("config.devices", "too many ranks: " + std::to_string(n));
+      from_devices = static_cast<int>(n);
     }
-    if (rep.ranks == 0) {
-      int from_devices = 0;
-      if (config && config->contains("devices") && (*config)["devices"].is_array() &&
-          !(*config)["devices"].empty()) {
-        // Each factor is bounded before the product, so it cannot overflow.
-        const auto bounded = [&](std::int64_t v, const char* path) {
-          if (v > (1 << 24)) fail(path, "too large: " + std::to_string(v));
-          return v;
-        };
-        const std::int64_t n =
-            bounded(static_cast<std::int64_t>((*config)["devices"].size()), "config.devices") *
-            bounded(integer(member(*config, "config", "nthreads"), "config.nthreads", 1),
-                    "config.nthreads") *
-            bounded(integer(member(*config, "config", "ngpus"), "config.ngpus", 1), "config.ngpus");
-        if (n > (1 << 24)) fail("config.devices", "too many ranks: " + std::to_string(n));
-        from_devices = static_cast<int>(n);
-      }
-      if (from_devices > 0 && options_.ranks > 0 && options_.ranks != from_devices)
-        fail("config.devices", "lists " + std::to_string((*config)["devices"].size()) +
-                                   " process(es) x nthreads x "
-                                   "ngpus = " +
-                                   std::to_string(from_devices) + " ranks, but --ranks is " +
-                                   std::to_string(options_.ranks));
-      if (from_devices > 0) {
-        rep.ranks = from_devices;
-        x["ranks_from"] = "config.devices x nthreads x ngpus";
-      } else if (options_.ranks > 0) {
-        rep.ranks = options_.ranks;
-        x["ranks_from"] = "--ranks";
-      } else {
-        fail("config.devices", "missing or empty, so the rank count is unknown; give --ranks");
-      }
+    if (from_devices > 0 && options_.ranks > 0 && options_.ranks != from_devices)
+      fail("config.devices", "lists " + std::to_string((*config)["devices"].size()) +
+                                 " process(es) x nthreads x "
+                                 "ngpus = " +
+                                 std::to_string(from_devices) + " ranks, but --ranks is " +
+                                 std::to_string(options_.ranks));
+    if (from_devices > 0) {
+      rep.ranks = from_devices;
+      rep.extra["ranks_from"] = "config.devices x nthreads x ngpus";
+    } else if (options_.ranks > 0) {
+      rep.ranks = options_.ranks;
+      rep.extra["ranks_from"] = "--ranks";
+    } else {
+      fail("config.devices", "missing or empty, so the rank count is unknown; give --ranks");
     }
+  }
 
-    const Json& results = member(j, "", "results");
-    if (!results.is_array()) fail("results", "expected an array, got " + json_type(results));
-    std::vector<DataType> dtypes;
-    std::vector<std::string> redops;
-    std::vector<int> roots;
-    double busbw_sum = 0;
-    int busbw_n = 0;
-    for (std::size_t i = 0; i < results.size(); ++i) {
-      const std::string path = "results[" + std::to_string(i) + "]";
-      const Json& e = results[i];
-      if (!e.is_object()) fail(path, "expected an object, got " + json_type(e));
-      const std::int64_t size = integer(member(e, path, "size"), path + ".size", 0);
-      const std::int64_t count = integer(member(e, path, "count"), path + ".count", 0);
-      DataType dtype{};
+  // An entry's root: -1 or a rank, as the collective has one or not.
+  std::int64_t read_root(const Json& rj, const std::string& path, Collective collective,
+                         int ranks) const {
+    std::int64_t root = 0;
+    if (rj.is_string()) {
+      const std::optional<std::int64_t> v = to_int(trim(rj.get<std::string>()));
+      if (!v) fail(path, "expected an integer, got " + json_type(rj));
+      root = *v;
+    } else {
+      root = integer(rj, path, -1);
+    }
+    if (root < -1 || root >= ranks)
+      fail(path, "expected -1 or a rank below " + std::to_string(ranks) + ", got " +
+                     std::to_string(root));
+    if (is_rooted(collective) && root < 0)
+      fail(path, "-1, but " + std::string(to_string(collective)) + " has a root");
+    if (!is_rooted(collective) && root >= 0)
+      fail(path,
+           std::to_string(root) + ", but " + std::string(to_string(collective)) + " has none");
+    return root;
+  }
+
+  // One figure set (out_of_place or in_place) of an entry, checked: the
+  // algbw is size / time and the busbw algbw x the collective's factor.
+  Figures read_figures(const Json& g, const std::string& gpath, Collective collective,
+                       std::int64_t size, int ranks) const {
+    if (!g.is_object()) fail(gpath, "expected an object or null, got " + json_type(g));
+    if (g.contains("cpu_time"))
+      fail(gpath + ".cpu_time",
+           "the file reports CPU time (nccl-tests -C 1), not the collective's time; rerun "
+           "without -C");
+    Figures f;
+    f.time = {number(member(g, gpath, "time"), gpath + ".time"), 5e-7};
+    f.algbw = {number(member(g, gpath, "alg_bw"), gpath + ".alg_bw"), 5e-7};
+    f.busbw = {number(member(g, gpath, "bus_bw"), gpath + ".bus_bw"), 5e-7};
+    const double factor = busbw_factor(collective, ranks);
+    switch (check_figures(size, f, factor)) {
+      case Mismatch::algbw:
+        fail(gpath + ".alg_bw",
+             num(f.algbw.value) + " GB/s, but size / time = " + std::to_string(size) + " B / " +
+                 num(f.time.value) + " us = " +
+                 num(f.time.value > 0 ? static_cast<double>(size) / (f.time.value * 1e3) : 0.0) +
+                 " GB/s");
+      case Mismatch::busbw: {
+        const int fits = ranks_that_fit(collective, size, f);
+        fail(gpath + ".bus_bw",
+             num(f.busbw.value) + " GB/s, but alg_bw x " + factor_text(collective) + " = " +
+                 num(f.algbw.value * factor) + " with p = " + std::to_string(ranks) +
+                 (fits > 0 && fits != ranks ? "; the row fits p = " + std::to_string(fits) +
+                                                  ": give --ranks " + std::to_string(fits)
+                                            : ""));
+      }
+      case Mismatch::none:
+        break;
+    }
+    return f;
+  }
+
+  // One entry of results[]: its size, count, type, reduction and root, and
+  // a row for each of its figure sets (an in_place that collkit wrote as a
+  // copy of out_of_place counts in the average but is not a row).
+  void read_result(const Json& e, const std::string& path, Collective collective,
+                   const std::string& algorithm, NcclTestsRun& run, Entries& entries) const {
+    Report& rep = run.report;
+    if (!e.is_object()) fail(path, "expected an object, got " + json_type(e));
+    const std::int64_t size = integer(member(e, path, "size"), path + ".size", 0);
+    const std::int64_t count = integer(member(e, path, "count"), path + ".count", 0);
+    DataType dtype{};
+    try {
+      dtype = parse_data_type(string(member(e, path, "type"), path + ".type"));
+    } catch (const UsageError& err) {
+      fail(path + ".type", err.what());
+    }
+    const std::string redop = string(member(e, path, "redop"), path + ".redop");
+    RedOp op = rep.op;
+    if (redop == "none") {
+      if (is_reduction(collective))
+        fail(path + ".redop", "'none', but " + std::string(to_string(collective)) + " reduces");
+    } else {
       try {
-        dtype = parse_data_type(string(member(e, path, "type"), path + ".type"));
+        op = parse_red_op(redop);
       } catch (const UsageError& err) {
-        fail(path + ".type", err.what());
-      }
-      const std::string redop = string(member(e, path, "redop"), path + ".redop");
-      RedOp op = rep.op;
-      if (redop == "none") {
-        if (is_reduction(collective))
-          fail(path + ".redop", "'none', but " + std::string(to_string(collective)) + " reduces");
-      } else {
-        try {
-          op = parse_red_op(redop);
-        } catch (const UsageError& err) {
-          fail(path + ".redop", err.what());
-        }
-      }
-      const Json& rj = member(e, path, "root");
-      std::int64_t root = 0;
-      if (rj.is_string()) {
-        const std::optional<std::int64_t> v = to_int(trim(rj.get<std::string>()));
-        if (!v) fail(path + ".root", "expected an integer, got " + json_type(rj));
-        root = *v;
-      } else {
-        root = integer(rj, path + ".root", -1);
-      }
-      if (root < -1 || root >= rep.ranks)
-        fail(path + ".root", "expected -1 or a rank below " + std::to_string(rep.ranks) + ", got " +
-                                 std::to_string(root));
-      if (is_rooted(collective) && root < 0)
-        fail(path + ".root", "-1, but " + std::string(to_string(collective)) + " has a root");
-      if (!is_rooted(collective) && root >= 0)
-        fail(path + ".root",
-             std::to_string(root) + ", but " + std::string(to_string(collective)) + " has none");
-      const std::int64_t dsize = size_of(dtype);
-      const std::int64_t per = per_rank_count(collective) ? rep.ranks : 1;
-      if (count > std::numeric_limits<std::int64_t>::max() / dsize / per ||
-          count * dsize * per != size)
-        fail(path + ".count", std::to_string(count) + " x " + std::to_string(dsize) + " B" +
-                                  (per > 1 ? " x " + std::to_string(per) + " ranks" : "") +
-                                  " is not the size " + std::to_string(size));
-      bool copied = false;
-      if (e.contains("collkit")) {
-        const Json& m = e["collkit"];
-        copied = m.is_object() && m.contains("in_place") && m["in_place"].is_string() &&
-                 m["in_place"].get<std::string>() == "copy of out_of_place";
-      }
-      for (const bool in_place : {false, true}) {
-        const char* key = in_place ? "in_place" : "out_of_place";
-        const std::string gpath = path + "." + key;
-        if (!e.contains(key) || e[key].is_null()) continue;
-        const Json& g = e[key];
-        if (!g.is_object()) fail(gpath, "expected an object or null, got " + json_type(g));
-        if (g.contains("cpu_time"))
-          fail(gpath + ".cpu_time",
-               "the file reports CPU time (nccl-tests -C 1), not the collective's time; rerun "
-               "without -C");
-        Figures f;
-        f.time = {number(member(g, gpath, "time"), gpath + ".time"), 5e-7};
-        f.algbw = {number(member(g, gpath, "alg_bw"), gpath + ".alg_bw"), 5e-7};
-        f.busbw = {number(member(g, gpath, "bus_bw"), gpath + ".bus_bw"), 5e-7};
-        const double factor = busbw_factor(collective, rep.ranks);
-        switch (check_figures(size, f, factor)) {
-          case Mismatch::algbw:
-            fail(
-                gpath + ".alg_bw",
-                num(f.algbw.value) + " GB/s, but size / time = " + std::to_string(size) + " B / " +
-                    num(f.time.value) + " us = " +
-                    num(f.time.value > 0 ? static_cast<double>(size) / (f.time.value * 1e3) : 0.0) +
-                    " GB/s");
-          case Mismatch::busbw: {
-            const int fits = ranks_that_fit(collective, size, f);
-            fail(gpath + ".bus_bw",
-                 num(f.busbw.value) + " GB/s, but alg_bw x " + factor_text(collective) + " = " +
-                     num(f.algbw.value * factor) + " with p = " + std::to_string(rep.ranks) +
-                     (fits > 0 && fits != rep.ranks ? "; the row fits p = " + std::to_string(fits) +
-                                                          ": give --ranks " + std::to_string(fits)
-                                                    : ""));
-          }
-          case Mismatch::none:
-            break;
-        }
-        busbw_sum += f.busbw.value;
-        ++busbw_n;
-        if (in_place && copied) continue;
-        std::int64_t wrong = -1;
-        if (g.contains("nwrong") && !g["nwrong"].is_null())
-          wrong = integer(g["nwrong"], gpath + ".nwrong", 0);
-        ResultRow row;
-        row.collective = collective;
-        row.algorithm = algorithm;
-        row.bytes = size;
-        row.count = count;
-        row.in_place = in_place;
-        row.time_us = f.time.value;
-        row.algbw_gbps = f.algbw.value;
-        row.busbw_gbps = f.busbw.value;
-        row.wrong = wrong;
-        rep.results.push_back(std::move(row));
-        run.row_origins.push_back(file_ + ": " + gpath);
-        dtypes.push_back(dtype);
-        redops.emplace_back(to_string(op));
-        roots.push_back(static_cast<int>(root));
+        fail(path + ".redop", err.what());
       }
     }
-    if (rep.results.empty()) fail("results", "no figures (no out_of_place or in_place entry)");
+    const std::int64_t root =
+        read_root(member(e, path, "root"), path + ".root", collective, rep.ranks);
+    const std::int64_t dsize = size_of(dtype);
+    const std::int64_t per = per_rank_count(collective) ? rep.ranks : 1;
+    if (count > std::numeric_limits<std::int64_t>::max() / dsize / per ||
+        count * dsize * per != size)
+      fail(path + ".count", std::to_string(count) + " x " + std::to_string(dsize) + " B" +
+                                (per > 1 ? " x " + std::to_string(per) + " ranks" : "") +
+                                " is not the size " + std::to_string(size));
+    bool copied = false;
+    if (e.contains("collkit")) {
+      const Json& m = e["collkit"];
+      copied = m.is_object() && m.contains("in_place") && m["in_place"].is_string() &&
+               m["in_place"].get<std::string>() == "copy of out_of_place";
+    }
+    for (const bool in_place : {false, true}) {
+      const char* key = in_place ? "in_place" : "out_of_place";
+      const std::string gpath = path + "." + key;
+      if (!e.contains(key) || e[key].is_null()) continue;
+      const Json& g = e[key];
+      const Figures f = read_figures(g, gpath, collective, size, rep.ranks);
+      entries.busbw_sum += f.busbw.value;
+      ++entries.busbw_n;
+      if (in_place && copied) continue;
+      std::int64_t wrong = -1;
+      if (g.contains("nwrong") && !g["nwrong"].is_null())
+        wrong = integer(g["nwrong"], gpath + ".nwrong", 0);
+      ResultRow row;
+      row.collective = collective;
+      row.algorithm = algorithm;
+      row.bytes = size;
+      row.count = count;
+      row.in_place = in_place;
+      row.time_us = f.time.value;
+      row.algbw_gbps = f.algbw.value;
+      row.busbw_gbps = f.busbw.value;
+      row.wrong = wrong;
+      rep.results.push_back(std::move(row));
+      run.row_origins.push_back(file_ + ": " + gpath);
+      entries.dtypes.push_back(dtype);
+      entries.redops.emplace_back(to_string(op));
+      entries.roots.push_back(static_cast<int>(root));
+    }
+  }
+
+  // What follows results[]: the average busbw (checked against the rows),
+  // out-of-bounds count, errors, times, args and NCCL version.
+  void read_trailer(const Json& j, const Entries& entries, Json& x) const {
     // The average, spelled average_bus_bandwidith / bandwidith before
     // nccl-tests fixed the typo.
     for (const auto& [key, inner] :
@@ -1589,7 +1632,7 @@ class JsonReader {
       if (!a.is_object() || !a.contains(inner)) fail(key, "expected an object with " + path);
       if (a[inner].is_string()) continue;  // "nan": no figures
       const double avg = number(a[inner], path);
-      const double mean = busbw_n ? busbw_sum / busbw_n : 0;
+      const double mean = entries.busbw_n ? entries.busbw_sum / entries.busbw_n : 0;
       if (std::fabs(avg - mean) > 1e-6 + 1e-9 * std::fabs(avg))
         fail(path, num(avg) + ", but the mean of the file's bus_bw figures is " + num(mean) +
                        " (a result missing, added or edited?)");
@@ -1608,29 +1651,31 @@ class JsonReader {
       x["nccl_library"] = j["nccl_version"];
       x["nccl_version"] = nccl_version_text(j["nccl_version"].get<std::int64_t>());
     }
+  }
 
-    const bool ext_levels = ext && ext->contains("dtype");
+  // The report's type, reduction and root: the extension's, else the first
+  // row's; rows that differ from them carry their own.
+  static void set_levels(Collective collective, bool ext_levels, const Entries& entries,
+                         Report& rep) {
     if (!ext_levels) {
-      rep.dtype = dtypes.front();
-      rep.op = parse_red_op(redops.front());
-      rep.root = std::max(0, roots.front());
+      rep.dtype = entries.dtypes.front();
+      rep.op = parse_red_op(entries.redops.front());
+      rep.root = std::max(0, entries.roots.front());
     }
     const auto mixed = [](const auto& v, const auto& top) {
       return std::any_of(v.begin(), v.end(), [&](const auto& e) { return e != top; });
     };
-    const bool mixed_dtype = mixed(dtypes, rep.dtype);
-    const bool mixed_op = is_reduction(collective) && mixed(redops, std::string(to_string(rep.op)));
-    const bool mixed_root = is_rooted(collective) && mixed(roots, rep.root);
+    const bool mixed_dtype = mixed(entries.dtypes, rep.dtype);
+    const bool mixed_op =
+        is_reduction(collective) && mixed(entries.redops, std::string(to_string(rep.op)));
+    const bool mixed_root = is_rooted(collective) && mixed(entries.roots, rep.root);
     for (std::size_t i = 0; i < rep.results.size(); ++i) {
-      if (mixed_dtype) rep.results[i].dtype = dtypes[i];
-      if (mixed_op) rep.results[i].op = parse_red_op(redops[i]);
-      if (mixed_root) rep.results[i].root = roots[i];
+      if (mixed_dtype) rep.results[i].dtype = entries.dtypes[i];
+      if (mixed_op) rep.results[i].op = parse_red_op(entries.redops[i]);
+      if (mixed_root) rep.results[i].root = entries.roots[i];
     }
-    rep.best = compute_best(rep.results);
-    return run;
   }
 
- private:
   Collective collective_in(const Json& obj, const std::string& path) const {
     const std::string s = string(member(obj, "collkit", "collective"), path);
     try {
