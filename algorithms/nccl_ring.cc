@@ -64,31 +64,55 @@ Generator<Step> ring_rounds(const ScheduleSpec& spec, int rank, int steps, MoveO
   }
   const std::int64_t lag = slices - 1;
   const std::int64_t rounds = std::int64_t{steps} * slices;
-  // Lock step (one slice) keeps every message, empty ones too, as the
-  // classic ring does; slices of an empty piece are left out on both ends.
-  const auto piece = [&](const Region& r, std::int64_t s) {
-    const Partition part{r.count, static_cast<int>(slices)};
-    return Region{r.buf, r.offset + part.offset(static_cast<int>(s)),
-                  part.size(static_cast<int>(s))};
+  // Each ring's neighbours, and the move of the step being sent and of the
+  // one being received, cut into slices (a step's move is computed once,
+  // not once a slice: this loop is what calibrate's every evaluation runs).
+  struct Cut {
+    int step = -1;
+    Region region;
+    std::int64_t q = 0, rem = 0;  // slice size and how many slices are one larger
+    Combine combine = Combine::copy;
+    // Slice s: lock step (one slice) keeps every message, empty ones too,
+    // as the classic ring does; slices of an empty piece are left out on
+    // both ends.
+    Region piece(std::int64_t s) const {
+      return Region{region.buf, region.offset + s * q + std::min(s, rem), q + (s < rem ? 1 : 0)};
+    }
   };
+  const auto cut = [&](Cut& c, int step, int i, bool send) {
+    if (c.step == step) return;
+    const RingMove m = move(step, i);
+    c.step = step;
+    c.region = send ? m.send : m.recv;
+    c.combine = m.combine;
+    c.q = c.region.count / slices;
+    c.rem = c.region.count % slices;
+  };
+  std::vector<int> next(static_cast<std::size_t>(rings)), prev(static_cast<std::size_t>(rings));
+  for (int i = 0; i < rings; ++i) {
+    const ChannelPlan::Ring& ring = plan.rings[static_cast<std::size_t>(i)];
+    const int pos = ring.position[rank];
+    next[static_cast<std::size_t>(i)] = ring.order[mod(pos + 1, p)];
+    prev[static_cast<std::size_t>(i)] = ring.order[mod(pos - 1, p)];
+  }
+  std::vector<Cut> sending(static_cast<std::size_t>(rings)), receiving(sending);
   for (std::int64_t t = 0; t < rounds + lag; ++t) {
     Step st;
+    const std::int64_t u = t - lag;
     for (int i = 0; i < rings; ++i) {
-      const ChannelPlan::Ring& ring = plan.rings[static_cast<std::size_t>(i)];
-      const int pos = ring.position[rank];
-      const int next = ring.order[mod(pos + 1, p)];
-      const int prev = ring.order[mod(pos - 1, p)];
+      const auto ii = static_cast<std::size_t>(i);
+      const ChannelPlan::Ring& ring = plan.rings[ii];
       if (t < rounds) {
-        const Region out = piece(move(static_cast<int>(t / slices), i).send, t % slices);
+        cut(sending[ii], static_cast<int>(t / slices), i, true);
+        const Region out = sending[ii].piece(t % slices);
         if (out.count > 0 || slices == 1)
-          st.ops.push_back(with_lanes(send_op(next, out), ring.lanes));
+          st.ops.push_back(with_lanes(send_op(next[ii], out), ring.lanes));
       }
       if (t >= lag) {
-        const std::int64_t u = t - lag;
-        const RingMove m = move(static_cast<int>(u / slices), i);
-        const Region in = piece(m.recv, u % slices);
+        cut(receiving[ii], static_cast<int>(u / slices), i, false);
+        const Region in = receiving[ii].piece(u % slices);
         if (in.count > 0 || slices == 1)
-          st.ops.push_back(with_lanes(recv_op(prev, in, m.combine), ring.lanes));
+          st.ops.push_back(with_lanes(recv_op(prev[ii], in, receiving[ii].combine), ring.lanes));
       }
     }
     if (!st.ops.empty()) co_yield std::move(st);
