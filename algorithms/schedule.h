@@ -141,6 +141,13 @@ struct ScheduleSpec {
   Protocol protocol = Protocol::none;
   int channels = 0;
   std::shared_ptr<const ChannelPlan> plan;
+  // The nccl family: a topology's protocol latencies are NCCL's ring
+  // figures; an algorithm whose figures differ (the tree's, in NCCL's
+  // tuning table) scales them: each link's protocol latency by
+  // link_latency_scale[its link class] (empty: 1), the protocol's base
+  // latency by base_latency_scale (docs/NCCL.md, "Latencies by algorithm").
+  std::shared_ptr<const std::vector<double>> link_latency_scale;
+  double base_latency_scale = 1;
   // nvls / nvls_tree: the channels of one node tree follow the same routes
   // (the switch inside a node, the ranks of equal local index across nodes),
   // so they run as one transfer per chunk carrying all their lanes, each

@@ -208,7 +208,8 @@ class Engine {
 
   SimResult run() {
     // The protocol's base latency: every rank starts its program after it.
-    const double base = topology_.protocol(protocol_).base_latency;
+    const double base =
+        topology_.protocol(protocol_).base_latency * schedule_.spec().base_latency_scale;
     for (int r = 0; r < p_; ++r) {
       ranks_[r].program = schedule_.program(r);
       advance(r, base);
@@ -226,6 +227,16 @@ class Engine {
   }
 
  private:
+  // A link's latency for this schedule's protocol, scaled where the
+  // schedule's algorithm has its own figures (ScheduleSpec::link_latency_scale).
+  double link_latency(LinkId id, const LinkProps& link) const {
+    const double l = link.latency_for(protocol_);
+    const std::vector<double>* scale = schedule_.spec().link_latency_scale.get();
+    return scale && !scale->empty()
+               ? l * (*scale)[static_cast<std::size_t>(topology_.link_class(id))]
+               : l;
+  }
+
   // Runs the rank's steps from time `t` until one communicates (its ops are
   // then posted) or the program ends. Steps with only local ops cost their
   // reductions and copies and need no event.
@@ -895,7 +906,7 @@ class Engine {
             static_cast<std::uint32_t>(route_.size())};
     for (LinkId id : route_) {
       const LinkProps link = topology_.link(id);
-      r.latency += link.latency_for(protocol_);
+      r.latency += link_latency(id, link);
       r.bottleneck = std::min(r.bottleneck, link.bandwidth);
     }
     const bool cache = route_bypass_ == 0 && r.hops <= kCachedHops;
@@ -1133,7 +1144,7 @@ class Engine {
       g.up_bw = g.down_bw = std::numeric_limits<double>::infinity();
       for (std::size_t i = 0; i < split_route_.size(); ++i) {
         const LinkProps link = topology_.link(split_route_[i]);
-        g.latency += link.latency_for(protocol_);
+        g.latency += link_latency(split_route_[i], link);
         const double bw = link.bandwidth;
         double& side = i <= into ? g.up_bw : g.down_bw;
         side = std::min(side, bw);

@@ -11,12 +11,16 @@
 
 #include "core/collective.h"
 #include "core/dtypes.h"
+#include "core/error.h"
+#include "core/nccl_sizes.h"
 #include "core/nccl_version.h"
 #include "reports/compare.h"
 #include "reports/inputs.h"
 #include "reports/report_extra.h"
 #include "reports/sweep_report.h"
 #include "sim/engine.h"
+#include "sim/nccl.h"
+#include "sim/nccl_explain.h"
 #include "sim/sweep.h"
 #include "topologies/topology.h"
 
@@ -36,10 +40,53 @@ struct TableRun {
 
 struct TableBands {
   CompareResult compare;
+  // NCCL's own cost model against the same rows: its estimate of what it
+  // chose at each size (sim/nccl_explain.h), for the run's version. None
+  // for RCCL logs and where NCCL's model has no estimate (p2p collectives,
+  // forced variants it gives none for).
+  std::optional<CompareResult> nccl_model;
   // "NCCL 2.29.2", "NCCL 2.26.2 (default)", or "(RCCL 2.22.3)" for an
   // rccl-tests log (RCCL's own model chooses, whatever NCCL version).
   std::string version;
 };
+
+// The simulated report with every row's time replaced by NCCL's own
+// estimate of its choice at that size (the same call bytes NCCL's model
+// sees: explain_sweep's), compared with the measured rows; none where NCCL's
+// model gives no estimate at some size (p2p collectives).
+inline std::optional<CompareResult> nccl_model_compare(const SweepSpec& sweep,
+                                                       const Topology& topology,
+                                                       const Report& predicted,
+                                                       const Report& measured,
+                                                       const CompareOptions& options) {
+  const std::string& algorithm = sweep.algorithms.front();
+  if (!is_nccl_algorithm(algorithm)) return std::nullopt;
+  const NcclContext ctx = nccl_context(topology, sweep.ranks, sweep.nccl_version);
+  Report model = predicted;
+  for (ResultRow& row : model.results) {
+    if (row.time_us <= 0) continue;  // no elements: NCCL discards the call
+    const SizeMapping size =
+        map_size(sweep.collective, row.bytes, size_of(sweep.dtype), sweep.ranks);
+    const ScheduleSpec spec = schedule_spec(sweep, algorithm, size);
+    if (spec.count == 0) continue;
+    double us = 0;
+    try {
+      const NcclExplanation e =
+          explain_nccl_choice(ctx, sweep.collective, spec.count * spec.elem_size, sweep.dtype,
+                              sweep.op, nccl_variant(algorithm));
+      us = e.candidates.at(e.chosen).choice.model_us;
+    } catch (const UsageError&) {
+      return std::nullopt;
+    }
+    if (!(us > 0)) return std::nullopt;
+    const double scale = row.time_us / us;
+    row.time_us = us;
+    row.algbw_gbps *= scale;
+    row.busbw_gbps *= scale;
+  }
+  model.best = compute_best(model.results);
+  return compare_reports(model, measured, options, "NCCL's model", "nccl-tests");
+}
 
 inline TableBands table_bands(const TableRun& t, const Topology& topology) {
   ReadOptions read;
@@ -69,6 +116,7 @@ inline TableBands table_bands(const TableRun& t, const Topology& topology) {
   options.match = t.algorithm;
   options.bands = true;
   out.compare = compare_reports(predicted, measured, options, "sim", "nccl-tests");
+  if (!rccl) out.nccl_model = nccl_model_compare(sweep, topology, predicted, measured, options);
   return out;
 }
 
