@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -30,11 +31,25 @@ using testing_planner::sc21_options;
 using testing_planner::source;
 using testing_planner::table1;
 
+// The error of each row as last measured (2026-11-28, docs/PLANNER.md).
+double measured_error(const std::string& model) {
+  static const std::map<std::string, double> errors{
+      {"GPT 1.7B", 0.155}, {"GPT 3.6B", 0.140}, {"GPT 7.5B", 0.110}, {"GPT 18B", 0.113},
+      {"GPT 39B", 0.052},  {"GPT 76B", 0.118},  {"GPT 145B", 0.059}, {"GPT 310B", 0.050},
+      {"GPT 530B", 0.033}, {"GPT 1T", -0.013}};
+  return errors.at(model);
+}
+
 TEST(Sc21Table1, PredictedThroughputAgainstPublished) {
   const Device a100 = load_device(source("devices/a100-sxm4-80gb.json"));
   const std::vector<Row> rows = table1();
   ASSERT_EQ(rows.size(), 10u);
   std::vector<double> errors;
+  struct Parts {
+    std::string model;
+    double gemm, elementwise, compute, tp, pp, dp, bubble, optimizer;
+  };
+  std::vector<Parts> breakdown;
   std::printf("%-9s %5s %3s %3s %2s %9s %9s %7s %8s\n", "model", "GPUs", "tp", "pp", "v",
               "published", "predicted", "error", "step(s)");
   for (const Row& r : rows) {
@@ -63,15 +78,37 @@ TEST(Sc21Table1, PredictedThroughputAgainstPublished) {
     errors.push_back(std::abs(err));
     std::printf("%-9s %5d %3d %3d %2d %9.0f %9.1f %+6.1f%% %8.2f\n", r.model.c_str(), r.gpus, r.tp,
                 r.pp, p.layout.virtual_stages, r.tflops, tflops, err * 100, p.step_time());
-    // Measured now (docs/PLANNER.md, "Validation"): every row predicted
-    // faster than published, by 13-27%; the target is 10%.
-    EXPECT_LT(std::abs(err), 0.30) << r.model;
+    // Where the step goes: the blocks' matrix products and memory-bound
+    // kernels on one rank (layers per stage x micro-batches; the first and
+    // last stage's embedding, head and loss are in "compute" only), then
+    // the parts of the step.
+    const LayerPlan* blocks = nullptr;
+    for (const LayerPlan& lp : p.layers)
+      if (lp.repeat > 1) blocks = &lp;
+    ASSERT_NE(blocks, nullptr);
+    const double per_rank =
+        static_cast<double>(blocks->repeat) / r.pp * static_cast<double>(p.layout.micro_batches);
+    const StepBreakdown& st = p.step;
+    breakdown.push_back({r.model, per_rank * blocks->compute.gemm,
+                         per_rank * blocks->compute.elementwise, st.compute, st.tp, st.pp, st.dp,
+                         st.bubble, st.optimizer});
+    // Measured now (docs/PLANNER.md, "Validation"), held to a percentage
+    // point either way so that a change to the model shows here: 5 rows
+    // within 10%, 1.7 B to 18 B and 76 B 11-16% fast (the target
+    // is 10% on every row).
+    EXPECT_NEAR(err, measured_error(r.model), 0.01) << r.model;
   }
+  std::printf("\nseconds per step: %-9s %7s %7s %7s %6s %6s %6s %6s %6s\n", "model", "gemm",
+              "elemwise", "compute", "tp", "pp", "dp", "bubble", "optim");
+  for (const Parts& b : breakdown)
+    std::printf("seconds per step: %-9s %7.2f %7.2f %7.2f %6.2f %6.2f %6.2f %6.2f %6.2f\n",
+                b.model.c_str(), b.gemm, b.elementwise, b.compute, b.tp, b.pp, b.dp, b.bubble,
+                b.optimizer);
   std::vector<double> sorted = errors;
   std::sort(sorted.begin(), sorted.end());
   const double median = (sorted[4] + sorted[5]) / 2;
   std::printf("median |error| %.1f%%, largest %.1f%%\n", median * 100, sorted.back() * 100);
-  EXPECT_LT(median, 0.25);
+  EXPECT_LT(median, 0.09);
 }
 
 }  // namespace
