@@ -143,11 +143,14 @@ struct ScheduleSpec {
   std::shared_ptr<const ChannelPlan> plan;
   // The nccl family: a topology's protocol latencies are NCCL's ring
   // figures; an algorithm whose figures differ (the tree's, in NCCL's
-  // tuning table) scales them: each link's protocol latency by
-  // link_latency_scale[its link class] (empty: 1), the protocol's base
-  // latency by base_latency_scale (docs/NCCL.md, "Latencies by algorithm").
-  std::shared_ptr<const std::vector<double>> link_latency_scale;
-  double base_latency_scale = 1;
+  // tuning table) pays the difference, seconds: per transfer between two
+  // ranks of one node (hop_extra_latency[0], an NVLink or PCI hop) or of two
+  // nodes (hop_extra_latency[1], a network hop), by the plan's node_of, and
+  // once at the start (base_extra_latency). docs/NCCL.md, "Latencies by
+  // algorithm". Negative where the algorithm's figure is lower; a route's
+  // latency never goes below 0.
+  double hop_extra_latency[2] = {0, 0};
+  double base_extra_latency = 0;
   // nvls / nvls_tree: the channels of one node tree follow the same routes
   // (the switch inside a node, the ranks of equal local index across nodes),
   // so they run as one transfer per chunk carrying all their lanes, each

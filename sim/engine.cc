@@ -208,8 +208,8 @@ class Engine {
 
   SimResult run() {
     // The protocol's base latency: every rank starts its program after it.
-    const double base =
-        topology_.protocol(protocol_).base_latency * schedule_.spec().base_latency_scale;
+    const double base = std::max(
+        0.0, topology_.protocol(protocol_).base_latency + schedule_.spec().base_extra_latency);
     for (int r = 0; r < p_; ++r) {
       ranks_[r].program = schedule_.program(r);
       advance(r, base);
@@ -227,14 +227,17 @@ class Engine {
   }
 
  private:
-  // A link's latency for this schedule's protocol, scaled where the
-  // schedule's algorithm has its own figures (ScheduleSpec::link_latency_scale).
-  double link_latency(LinkId id, const LinkProps& link) const {
-    const double l = link.latency_for(protocol_);
-    const std::vector<double>* scale = schedule_.spec().link_latency_scale.get();
-    return scale && !scale->empty()
-               ? l * (*scale)[static_cast<std::size_t>(topology_.link_class(id))]
-               : l;
+  // What the schedule's algorithm pays beyond the topology's figures on a
+  // transfer from src to dst (ScheduleSpec::hop_extra_latency).
+  double hop_extra(int src, int dst) const {
+    const ScheduleSpec& spec = schedule_.spec();
+    if (spec.hop_extra_latency[0] == 0 && spec.hop_extra_latency[1] == 0) return 0;
+    const ChannelPlan* plan = spec.plan.get();
+    const bool same_node = plan && !plan->node_of.empty()
+                               ? plan->node_of[static_cast<std::size_t>(src)] ==
+                                     plan->node_of[static_cast<std::size_t>(dst)]
+                               : false;
+    return spec.hop_extra_latency[same_node ? 0 : 1];
   }
 
   // Runs the rank's steps from time `t` until one communicates (its ops are
@@ -906,9 +909,10 @@ class Engine {
             static_cast<std::uint32_t>(route_.size())};
     for (LinkId id : route_) {
       const LinkProps link = topology_.link(id);
-      r.latency += link_latency(id, link);
+      r.latency += link.latency_for(protocol_);
       r.bottleneck = std::min(r.bottleneck, link.bandwidth);
     }
+    r.latency = std::max(0.0, r.latency + hop_extra(src, dst));
     const bool cache = route_bypass_ == 0 && r.hops <= kCachedHops;
     std::uint32_t* slots;
     if (cache) {
@@ -1144,7 +1148,7 @@ class Engine {
       g.up_bw = g.down_bw = std::numeric_limits<double>::infinity();
       for (std::size_t i = 0; i < split_route_.size(); ++i) {
         const LinkProps link = topology_.link(split_route_[i]);
-        g.latency += link_latency(split_route_[i], link);
+        g.latency += link.latency_for(protocol_);
         const double bw = link.bandwidth;
         double& side = i <= into ? g.up_bw : g.down_bw;
         side = std::min(side, bw);

@@ -239,23 +239,6 @@ NcclContext nccl_context(const Topology& topology, int ranks, std::optional<Nccl
     topology.route(0, 1, r);
     ctx.nvswitch = r.size() >= 2;
   }
-  ctx.class_hw.assign(static_cast<std::size_t>(topology.num_link_classes()), -1);
-  if (ranks > 1) {
-    std::vector<LinkId> r;
-    if (ctx.ranks_per_node > 1) {
-      topology.route(0, 1, r);
-      for (LinkId id : r)
-        ctx.class_hw[static_cast<std::size_t>(topology.link_class(id))] =
-            ctx.nvlink ? kHwNvlink : kHwPci;
-    }
-    if (ctx.nodes > 1 && ctx.ranks_per_node < ranks) {
-      topology.route(0, ctx.ranks_per_node, r);
-      for (LinkId id : r) {
-        int& hw = ctx.class_hw[static_cast<std::size_t>(topology.link_class(id))];
-        if (hw < 0) hw = kHwNet;
-      }
-    }
-  }
   // NVLS needs a switch inside the node that multicasts and reduces.
   LinkId nvswitch = ~LinkId{0};
   double bw = 0;
@@ -798,18 +781,15 @@ ScheduleSpec nccl_schedule_spec(ScheduleSpec base, const NcclContext& ctx, const
   }
   base.plan = std::make_shared<ChannelPlan>(std::move(plan));
   base.channels = choice.channels;
-  // The tree's latencies in NCCL's table, relative to the ring's the
+  // The tree's latencies in NCCL's table beyond the ring's, which the
   // topology's figures are (docs/NCCL.md, "Latencies by algorithm").
   const int p = protocol_index(choice.protocol);
   if (choice.variant == NcclVariant::tree && !ctx.rccl && ctx.tuning && p >= 0) {
     const NcclTuning& t = *ctx.tuning;
-    const auto ratio = [](double tree, double ring) { return ring > 0 ? tree / ring : 1.0; };
-    auto scale = std::make_shared<std::vector<double>>(ctx.class_hw.size(), 1.0);
-    for (std::size_t c = 0; c < ctx.class_hw.size(); ++c)
-      if (const int hw = ctx.class_hw[c]; hw >= 0)
-        (*scale)[c] = ratio(t.hw_lat[hw][kTreeA][p], t.hw_lat[hw][kRingA][p]);
-    base.link_latency_scale = std::move(scale);
-    base.base_latency_scale = ratio(t.base_lat[kTreeA][p], t.base_lat[kRingA][p]);
+    const int intra = ctx.nvlink ? kHwNvlink : kHwPci;
+    base.hop_extra_latency[0] = 1e-6 * (t.hw_lat[intra][kTreeA][p] - t.hw_lat[intra][kRingA][p]);
+    base.hop_extra_latency[1] = 1e-6 * (t.hw_lat[kHwNet][kTreeA][p] - t.hw_lat[kHwNet][kRingA][p]);
+    base.base_extra_latency = 1e-6 * (t.base_lat[kTreeA][p] - t.base_lat[kRingA][p]);
   }
   const double chunk = topology.protocol(choice.protocol).chunk_bytes;
   if (base.segment == 0 && chunk > 0)

@@ -73,12 +73,6 @@ struct NcclContext {
   // The network plugin's latency (nccl.net_latency_us; NCCL's graph
   // latencyInter), us: added to every network hop, twice for Simple.
   double net_latency = 0;
-  // Per link class of the topology: the hardware row of NCCL's latency
-  // table its links are hops of (0 NVLink, 1 PCI, 2 network), -1 neither
-  // (on no route between the first ranks). Classes on the route between
-  // two ranks of the first node are its intra-node kind; those only on the
-  // route to the first rank of the second node are network.
-  std::vector<int> class_hw;
 };
 
 // NCCL's view of `topology` for its first `ranks` ranks, with the cost model

@@ -69,9 +69,9 @@ TEST(NcclTreeLatency, OneElementIsNcclsTreeFormula) {
   }
 }
 
-// The ring keeps the topology's own figures (NCCL's ring row): on two nodes
-// its network hops cost what the file says, whatever the tree's are.
-TEST(NcclTreeLatency, RingIsUnscaled) {
+// The ring keeps the topology's own figures (NCCL's ring row); the tree
+// pays NCCL's tree figure minus the ring's, per hop and at the start.
+TEST(NcclTreeLatency, TreePaysNcclsDifferenceOverTheRing) {
   const auto topo = cluster(2);
   const NcclContext ctx = nccl_context(*topo, topo->num_ranks(), NcclVersion{2, 26, 2});
   ScheduleSpec base;
@@ -83,21 +83,23 @@ TEST(NcclTreeLatency, RingIsUnscaled) {
   ring.protocol = Protocol::ll;
   ring.channels = 1;
   const ScheduleSpec spec = nccl_schedule_spec(base, ctx, ring, *topo);
-  EXPECT_EQ(spec.link_latency_scale, nullptr);
-  EXPECT_EQ(spec.base_latency_scale, 1.0);
+  EXPECT_EQ(spec.hop_extra_latency[0], 0.0);
+  EXPECT_EQ(spec.hop_extra_latency[1], 0.0);
+  EXPECT_EQ(spec.base_extra_latency, 0.0);
+  // The tree with LL: NVLink hops the same (0.6 both), network hops 5.0
+  // against 2.7, base 6.8 against 6.6 (NCCL 2.26.2).
   NcclChoice tree = ring;
   tree.variant = NcclVariant::tree;
   const ScheduleSpec t = nccl_schedule_spec(base, ctx, tree, *topo);
-  ASSERT_NE(t.link_latency_scale, nullptr);
-  // Two kinds of hop classified: NVLink (ratio 1 for LL) and network (5.0 / 2.7).
-  bool nvlink = false, net = false;
-  for (double s : *t.link_latency_scale) {
-    nvlink = nvlink || std::fabs(s - 0.6 / 0.6) < 1e-12;
-    net = net || std::fabs(s - 5.0 / 2.7) < 1e-12;
-  }
-  EXPECT_TRUE(nvlink);
-  EXPECT_TRUE(net);
-  EXPECT_DOUBLE_EQ(t.base_latency_scale, 6.8 / 6.6);
+  EXPECT_NEAR(t.hop_extra_latency[0], 0.0, 1e-15);
+  EXPECT_NEAR(t.hop_extra_latency[1], 2.3e-6, 1e-15);
+  EXPECT_NEAR(t.base_extra_latency, 0.2e-6, 1e-15);
+  // LL128: NVLink 1.25 against 1.9 (the tree's is lower), network 8.5 against 4.0.
+  tree.protocol = Protocol::ll128;
+  const ScheduleSpec t128 = nccl_schedule_spec(base, ctx, tree, *topo);
+  EXPECT_NEAR(t128.hop_extra_latency[0], -0.65e-6, 1e-15);
+  EXPECT_NEAR(t128.hop_extra_latency[1], 4.5e-6, 1e-15);
+  EXPECT_NEAR(t128.base_extra_latency, 0.0, 1e-15);
 }
 
 }  // namespace
