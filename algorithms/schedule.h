@@ -157,6 +157,12 @@ struct ScheduleSpec {
   // chunk the sum of theirs (docs/NCCL.md, "Folded channels"). false: one
   // transfer per channel, the check that folding changes no time.
   bool fold_channels = true;
+  // The nccl family: the most data bytes per second one rank's channels
+  // move together under `protocol`, all its sends counted (NCCL's
+  // per-channel limits of the protocol, sim/nccl.h nccl_rank_rate); 0 = no
+  // limit but the links. Only the simulator reads it; it never changes
+  // what the schedule moves.
+  double rank_rate = 0;
 };
 
 // The uneven block partition used wherever a vector of n elements is split

@@ -195,7 +195,8 @@ class Engine {
         ranks_(static_cast<std::size_t>(p_)),
         protocol_(schedule.spec().protocol != Protocol::none ? schedule.spec().protocol
                                                              : topology.default_protocol),
-        efficiency_(topology.protocol(protocol_).efficiency) {
+        efficiency_(topology.protocol(protocol_).efficiency),
+        rank_rate_(schedule.spec().rank_rate) {
     routes_.resize(route_cache_size(p_));
     if (options_.model == NetModel::flow) network_.emplace(topology_);
     if (options_.rank_times) result_.rank_times.assign(static_cast<std::size_t>(p_), 0.0);
@@ -981,8 +982,12 @@ class Engine {
       t.begin = begin;
       return t;
     };
+    // The nccl family's per-rank limit (ScheduleSpec::rank_rate) counts
+    // data bytes: cost_bytes / data of them per byte the flow delivers.
+    const bool limited = rank_rate_ > 0 && !in_network && bytes > 0;
     if (!network_ || bytes == 0) {
-      const double rate = (in_network ? split.alone_level : r.bottleneck) * lanes;
+      double rate = (in_network ? split.alone_level : r.bottleneck) * lanes;
+      if (limited) rate = std::min(rate, rank_rate_ * cost_bytes / bytes);
       const double done = bytes == 0 ? begin : begin + cost_bytes / rate;
       if (eager) {
         finish_eager(eager_id, done);
@@ -1009,6 +1014,18 @@ class Engine {
       copy_coeff_.push_back(1.0);
       copy_coeff_.push_back(1.0);
       network_->add(begin, copy_slots_.data(), hops, cost_bytes / r.bottleneck, tag, lanes,
+                    copy_coeff_.data());
+      return eager_id;
+    }
+    if (limited) {
+      // Every send of the rank crosses its own virtual link of rank_rate
+      // data bytes per second (its channels' thread blocks), after the
+      // route's links.
+      copy_slots_.assign(r.slots, r.slots + r.hops);
+      copy_slots_.push_back(rate_slot(src));
+      copy_coeff_.assign(r.hops, 1.0);
+      copy_coeff_.push_back(bytes / cost_bytes);
+      network_->add(begin, copy_slots_.data(), r.hops + 1, cost_bytes, tag, lanes,
                     copy_coeff_.data());
       return eager_id;
     }
@@ -1169,6 +1186,14 @@ class Engine {
     SplitGeometry& cached = splits_.insert(key);
     cached = g;
     return cached;
+  }
+
+  // The virtual link of ScheduleSpec::rank_rate that `rank`'s sends share.
+  std::uint32_t rate_slot(int rank) {
+    if (rate_slots_.empty()) rate_slots_.assign(static_cast<std::size_t>(p_), kNil);
+    std::uint32_t& slot = rate_slots_[static_cast<std::size_t>(rank)];
+    if (slot == kNil) slot = network_->add_virtual_link(rank_rate_);
+    return slot;
   }
 
   std::uint32_t port_slot(LinkId link, double bw) {
@@ -1380,7 +1405,9 @@ class Engine {
   PairCache<CachedRoute> routes_;
   std::vector<std::uint32_t> scratch_slots_;  // routes not cached
   const Protocol protocol_;
-  const double efficiency_;  // of the protocol on this topology (1 = none)
+  const double efficiency_;                // of the protocol on this topology (1 = none)
+  const double rank_rate_;                 // ScheduleSpec::rank_rate (0 = none)
+  std::vector<std::uint32_t> rate_slots_;  // by rank: rate_slot(), kNil until used
   std::vector<LinkId> split_route_;
   PairCache<SplitGeometry> splits_;  // by pair, as routes_; empty until a fan
   SplitGeometry long_split_;         // a route too long for the cache

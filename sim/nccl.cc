@@ -764,6 +764,35 @@ int nccl_channels(const NcclContext& ctx, Collective c, std::int64_t bytes, Nccl
   return std::max(1, nc);
 }
 
+double nccl_rank_rate(const NcclContext& ctx, const NcclChoice& choice) {
+  if (ctx.rccl || ctx.tuning == nullptr || ctx.nodes < 1) return 0;
+  const bool ring = choice.variant == NcclVariant::ring;
+  const bool tree = choice.variant == NcclVariant::tree;
+  const int p = protocol_index(choice.protocol);
+  if ((!ring && !tree) || p < 0 || (ring && p == kSimple)) return 0;
+  const NcclTuning& t = *ctx.tuning;
+  const int gpu = ctx.arch;
+  const int ni = ctx.nodes == 1 ? 0 : ctx.nodes == 2 ? 1 : 2;
+  const double ll_max = ctx.nodes == 1 ? t.ll_max_bw_one_node[gpu] : t.ll_max_bw_intel[ni];
+  // The graph's channels run as runtime_channels at run time; the call
+  // uses choice.channels of them.
+  const int graph = ring ? ctx.ring_channels : ctx.tree_channels;
+  const double share =
+      static_cast<double>(std::max(choice.channels, 1)) / std::max(ctx.runtime_channels, graph);
+  double gbps = 0;
+  if (ring) {
+    gbps = p == kLL ? ll_max : share * graph * t.ring_ll128_per_ch[gpu][ni];
+  } else {
+    const double tree_bw = share * graph * t.tree_per_ch[gpu][ni];
+    if (p == kSimple) gbps = tree_bw;
+    if (p == kLL) gbps = std::min(tree_bw / 3.8, ll_max);
+    if (p == kLL128)
+      gbps = std::min(tree_bw * (ctx.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
+                      share * graph * t.tree_ll128_per_ch[gpu][ni]);
+  }
+  return gbps > 0 ? gbps * 1e9 : 0;
+}
+
 ScheduleSpec nccl_schedule_spec(ScheduleSpec base, const NcclContext& ctx, const NcclChoice& choice,
                                 const Topology& topology) {
   base.algorithm = "nccl";
@@ -794,6 +823,7 @@ ScheduleSpec nccl_schedule_spec(ScheduleSpec base, const NcclContext& ctx, const
   const double chunk = topology.protocol(choice.protocol).chunk_bytes;
   if (base.segment == 0 && chunk > 0)
     base.segment = std::max<std::int64_t>(1, static_cast<std::int64_t>(chunk) / base.elem_size);
+  base.rank_rate = nccl_rank_rate(ctx, choice);
   return base;
 }
 

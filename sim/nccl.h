@@ -150,9 +150,23 @@ std::string describe_run(const NcclChoice& ran, const std::optional<NcclChoice>&
 int nccl_channels(const NcclContext& ctx, Collective c, std::int64_t bytes, NcclVariant variant,
                   Protocol protocol);
 
+// The most data one rank of `choice` moves per second, all its sends on
+// the choice's channels together, from NCCL's per-channel limits of the
+// protocol (src/graph/tuning.cc of the context's release, docs/NCCL.md
+// "Per-channel limits"): ring LL NCCL's llMaxBw; ring LL128 the release's
+// perChMaxRingLL128Bw; tree Simple perChMaxTreeBw; tree LL that / 3.8, at
+// most llMaxBw; tree LL128 min(perChMaxTreeBw x 7/9 (one node) or 120/128,
+// perChMaxTreeLL128Bw). NCCL gives its figures per graph channel, each of
+// which runs as runtime_channels / graph channels channels: a call on
+// `choice.channels` of them gets that share of the graph's total. Bytes per
+// second; 0 where NCCL has no such limit (NVLS, NVLSTree, CollNet, PAT,
+// p2p, the ring with Simple, RCCL).
+double nccl_rank_rate(const NcclContext& ctx, const NcclChoice& choice);
+
 // The spec the simulator runs for the choice: the base spec (collective,
 // sizes, root) with the variant, protocol, the plan restricted to the chosen
-// channels, and the protocol's chunk from the topology as segment.
+// channels, the protocol's chunk from the topology as segment, and the
+// rank's rate limit (nccl_rank_rate).
 ScheduleSpec nccl_schedule_spec(ScheduleSpec base, const NcclContext& ctx, const NcclChoice& choice,
                                 const Topology& topology);
 

@@ -51,14 +51,17 @@ TEST_F(PlanCli, AlexNetPlanPrintsAndWritesJson) {
   const RunResult r = run(alexnet_on_dgx() + " --batch 256 --json '" + json.string() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("fc6            fc_split"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("conv1          dp"), std::string::npos) << r.out;
+  // conv1's gradients are sharded (ZeRO-1: reduce_scatter, then all_gather
+  // of the updated shard): with NCCL's LL limit (141 GB/s a rank on one
+  // H100 node) that plan's step is the shortest.
+  EXPECT_NE(r.out.find("conv1          zero1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("# fits:"), std::string::npos) << r.out;
   const auto j = nlohmann::json::parse(slurp(json));
   EXPECT_EQ(j["mode"], "plan");
   EXPECT_EQ(j["ranks"], 8);
   EXPECT_EQ(j["layers"].size(), 8u);
   EXPECT_EQ(j["layers"][5]["strategy"], "fc_split");
-  EXPECT_EQ(j["layers"][0]["collectives"][0]["collective"], "all_reduce");
+  EXPECT_EQ(j["layers"][0]["collectives"][0]["collective"], "reduce_scatter");
   EXPECT_EQ(j["layers"][0]["collectives"][0]["bytes"], 23296 * 2);
   EXPECT_EQ(j["totals"]["fits"], true);
   EXPECT_GT(j["totals"]["time_us"].get<double>(), 0);

@@ -63,6 +63,53 @@ TEST(Protocols, LatencyEfficiencyAndBaseLatencyPerProtocol) {
   }
 }
 
+// ScheduleSpec::rank_rate (the nccl family's per-channel limits of a
+// protocol): a rank's sends share a virtual link of that many data bytes per
+// second, behind their routes' links, which carry bytes / efficiency.
+TEST(RankRate, ASendTakesItsBytesOverTheRateWhereTheRateIsBelowTheWire) {
+  SmallGraph topo(3, 3);
+  topo.add_cable(0, 1, 1e9, 1e-6);
+  topo.add_cable(0, 2, 1e9, 1e-6);
+  topo.protocols[protocol_index(Protocol::ll)] = {true, 0.5, 2e-6, 0};
+  const auto one = [&](double rate) {
+    HandSchedule s(3, 1, Protocol::ll, rate);
+    s.add(0, {send_op(1, in(1000))});
+    s.add(1, {recv_op(0, in(1000))});
+    return s;
+  };
+  for (NetModel m : kModels) {
+    // The wire: 2000 bytes at 1 GB/s, 2 us. A rate of 0.2 GB/s of data: 1000
+    // bytes take 5 us, whatever the wire.
+    expect_rel(run(one(2e8), topo, m).time, 2e-6 + 1e-6 + 1000 / 2e8);
+    // 1 GB/s of data is 2 GB/s of wire: the link's 2 us stay.
+    expect_rel(run(one(1e9), topo, m).time, 2e-6 + 1e-6 + 2000 / 1e9);
+    expect_rel(run(one(0), topo, m).time, 2e-6 + 1e-6 + 2000 / 1e9);
+  }
+  // Two sends of rank 0 on two links at once share its rate (flow model):
+  // 2000 data bytes at 0.2 GB/s, 10 us, where each link alone would take 2.
+  HandSchedule two(3, 1, Protocol::ll, 2e8);
+  two.add(0, {send_op(1, in(1000)), send_op(2, in(1000))});
+  two.add(1, {recv_op(0, in(1000))});
+  two.add(2, {recv_op(0, in(1000))});
+  expect_rel(run(two, topo, NetModel::flow).time, 2e-6 + 1e-6 + 2000 / 2e8);
+  // A receiving rank's own rate is not charged: ranks 1 and 2 sending to
+  // rank 0 at once each get their own 0.2 GB/s.
+  HandSchedule in_two(3, 1, Protocol::ll, 2e8);
+  in_two.add(1, {send_op(0, in(1000))});
+  in_two.add(2, {send_op(0, in(1000))});
+  in_two.add(0, {recv_op(1, out(1000)), recv_op(2, out(1000, 1000))});
+  expect_rel(run(in_two, topo, NetModel::flow).time, 2e-6 + 1e-6 + 1000 / 2e8);
+  // A transfer of 4 lanes (channels) is limited to the rank's rate in all,
+  // not 4 times it.
+  HandSchedule lanes(3, 1, Protocol::ll, 2e8);
+  Op send = send_op(1, in(1000));
+  Op recv = recv_op(0, in(1000));
+  send.lanes = recv.lanes = 4;
+  lanes.add(0, {send});
+  lanes.add(1, {recv});
+  for (NetModel m : kModels) expect_rel(run(lanes, topo, m).time, 2e-6 + 1e-6 + 1000 / 2e8);
+}
+
 TEST(Pipelined, SenderIsDoneWhenItsDataHasLeft) {
   for (bool pipelined : {false, true}) {
     EndpointProps ep;

@@ -172,8 +172,12 @@ class SmallGraph final : public Topology {
 // A schedule given as explicit per-rank step lists.
 class HandSchedule final : public Schedule {
  public:
-  explicit HandSchedule(int ranks, int elem_size = 1, Protocol protocol = Protocol::none)
-      : Schedule(spec_for(ranks, elem_size, protocol)), steps_(static_cast<std::size_t>(ranks)) {}
+  // rank_rate: ScheduleSpec::rank_rate, data bytes per second a rank's
+  // sends share (0 = none).
+  explicit HandSchedule(int ranks, int elem_size = 1, Protocol protocol = Protocol::none,
+                        double rank_rate = 0)
+      : Schedule(spec_for(ranks, elem_size, protocol, rank_rate)),
+        steps_(static_cast<std::size_t>(ranks)) {}
 
   // Appends a step to `rank`'s program.
   void add(int rank, std::vector<Op> ops) { steps_[rank].push_back(Step{std::move(ops)}); }
@@ -184,8 +188,9 @@ class HandSchedule final : public Schedule {
   std::int64_t scratch_size(int) const override { return 0; }
 
  private:
-  static ScheduleSpec spec_for(int ranks, int elem_size, Protocol protocol) {
+  static ScheduleSpec spec_for(int ranks, int elem_size, Protocol protocol, double rank_rate) {
     ScheduleSpec spec;
+    spec.rank_rate = rank_rate;
     spec.algorithm = "hand";
     spec.ranks = ranks;
     spec.elem_size = elem_size;
