@@ -30,12 +30,9 @@ double peak_rss_mib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
 }
 
-// The checkout this file was compiled from (CMake passes absolute paths), so
+// The checkout this program was built from (bench/CMakeLists.txt), so
 // shipped topology files are found from any working directory.
-std::string source_dir() {
-  const std::string file = __FILE__;
-  return file.substr(0, file.size() - std::string("bench/sim_bench.cc").size());
-}
+std::string source_dir() { return COLLKIT_SOURCE_DIR; }
 
 std::unique_ptr<Topology> topology_or_skip(benchmark::State& state, const std::string& json,
                                            int ranks) {
