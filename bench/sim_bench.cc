@@ -8,12 +8,15 @@
 #include <sys/resource.h>
 
 #include <cmath>
+#include <fstream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "algorithms/registry.h"
 #include "core/error.h"
+#include "core/nccl_sizes.h"
 #include "sim/engine.h"
 #include "sim/nccl.h"
 #include "topologies/topology.h"
@@ -27,12 +30,9 @@ double peak_rss_mib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
 }
 
-// The checkout this file was compiled from (CMake passes absolute paths), so
+// The checkout this program was built from (bench/CMakeLists.txt), so
 // shipped topology files are found from any working directory.
-std::string source_dir() {
-  const std::string file = __FILE__;
-  return file.substr(0, file.size() - std::string("bench/sim_bench.cc").size());
-}
+std::string source_dir() { return COLLKIT_SOURCE_DIR; }
 
 std::unique_ptr<Topology> topology_or_skip(benchmark::State& state, const std::string& json,
                                            int ranks) {
@@ -171,44 +171,66 @@ void BM_SweepDgxH100(benchmark::State& state) {
 }
 BENCHMARK(BM_SweepDgxH100)->Unit(benchmark::kMillisecond);
 
-// `collkit simulate --algorithm nccl` all_reduce of one size (256 MiB per
-// rank, float) on topologies/h100-cluster-<N>x8.json: the channel search,
-// NCCL's choice, building the schedule and simulating it, all timed. Targets:
-// N = 128 (1024 ranks, 16 channels) <= 1 s; N = 2048 (16384 ranks) <= 60 s
-// and <= 4 GiB.
+// `collkit simulate --algorithm nccl` of one size (256 MiB, float, as
+// nccl-tests -b 256M) on topologies/h100-cluster-2048x8.json with
+// generator.nodes set to N: the channel search, NCCL's choice, building the
+// schedule and simulating it, all timed. Arguments: N, fold (0: NVLS
+// channels channel by channel instead of folded, ScheduleSpec::
+// fold_channels, the same times with more transfers), and the collective
+// (0 all_reduce, 1 all_gather, 2 reduce_scatter). Targets (issue 41): N =
+// 128 (1024 ranks) <= 1 s; N = 2048 (16,384 ranks) <= 10 s; N = 16384
+// (131,072 ranks) <= 5 minutes and <= 8 GB. Filter on one case to read its
+// peak RSS (the process's high-water mark). all_gather and reduce_scatter
+// are listed at N = 128 only: NCCL's choice there is ring, p^2 events, and
+// at N = 2048 one had not finished in 6 minutes of CPU (docs/results/
+// parallel.md); N = 16384 all_reduce took 28 minutes of CPU (ibid.).
 void BM_NcclCluster(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0));
-  // Second argument 0: NVLS channels channel by channel instead of folded
-  // (ScheduleSpec::fold_channels), the same times with more transfers.
   const bool fold = state.range(1) != 0;
+  constexpr Collective kCollectives[] = {Collective::all_reduce, Collective::all_gather,
+                                         Collective::reduce_scatter};
+  const Collective collective = kCollectives[state.range(2)];
   std::unique_ptr<Topology> topo;
   try {
-    topo = load_topology(source_dir() + "topologies/h100-cluster-" + std::to_string(nodes) +
-                         "x8.json");
+    std::ifstream in(source_dir() + "topologies/h100-cluster-2048x8.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string json = text.str();
+    const std::string key = "\"nodes\": 2048";
+    const std::size_t at = json.find(key);
+    if (at == std::string::npos) throw Error("h100-cluster-2048x8.json: no " + key);
+    json.replace(at, key.size(), "\"nodes\": " + std::to_string(nodes));
+    topo = parse_topology(json, "h100-cluster-" + std::to_string(nodes) + "x8", 0);
   } catch (const Error& e) {
     state.SkipWithError(e.what());
     return;
   }
   const int p = topo->num_ranks();
-  const std::int64_t bytes = std::int64_t{256} << 20;
+  const SizeMapping size = map_size(collective, std::int64_t{256} << 20, 4, p);
   SimResult r;
   NcclChoice choice;
   for (auto _ : state) {
     const NcclContext ctx = nccl_context(*topo, p);
-    choice = nccl_choose(ctx, Collective::all_reduce, bytes, DataType::float32, RedOp::sum,
-                         std::nullopt);
-    ScheduleSpec spec = nccl_schedule_spec(all_reduce_spec("nccl", p, bytes), ctx, choice, *topo);
+    choice = nccl_runnable_choice(ctx, collective, size.spec_count * 4, DataType::float32,
+                                  RedOp::sum, std::nullopt);
+    ScheduleSpec spec = all_reduce_spec("nccl", p, 0);
+    spec.collective = collective;
+    spec.count = size.spec_count;
+    spec = nccl_schedule_spec(spec, ctx, choice, *topo);
     spec.fold_channels = fold;
     r = simulate(*make_schedule(spec), *topo);
   }
   report(state, r);
   state.counters["channels"] = choice.channels;
-  state.SetLabel(describe(choice));
+  state.SetLabel(std::string(to_string(collective)) + " " + describe(choice));
 }
 BENCHMARK(BM_NcclCluster)
-    ->Args({128, 1})
-    ->Args({128, 0})
-    ->Args({2048, 1})
+    ->Args({128, 1, 0})
+    ->Args({128, 0, 0})
+    ->Args({128, 1, 1})
+    ->Args({128, 1, 2})
+    ->Args({2048, 1, 0})
+    ->Args({16384, 1, 0})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 

@@ -117,16 +117,21 @@ std::unique_ptr<GraphTopology> build_hierarchical(const HierarchicalSpec& spec) 
   // Devices first, so rank r is node r: destination-based spreading of
   // equal-cost routes then follows rank numbers.
   std::vector<int> gpu(static_cast<std::size_t>(nodes) * dev);
+  // The server each node belongs to (-1: the fabric between servers).
+  std::vector<int> owner;
+  const auto own = [&](int n) { owner.resize(static_cast<std::size_t>(g->num_nodes()), n); };
   for (int n = 0; n < nodes; ++n) {
     for (int j = 0; j < dev; ++j) {
       gpu[n * dev + j] = g->add_node(cat("n", num(n), ".g", num(j)), false, spec.endpoint);
     }
+    own(n);
   }
   for (int n = 0; n < nodes; ++n) {
     const std::ptrdiff_t first = static_cast<std::ptrdiff_t>(n) * dev;
     std::vector<int> members(gpu.begin() + first, gpu.begin() + first + dev);
     connect_group(*g, members, spec.intra_kind, spec.intra, cat("n", num(n), ".nvs"),
                   spec.intra_in_network);
+    own(n);
   }
   if (nodes > 1) {
     std::vector<Port> nic(static_cast<std::size_t>(nodes) * nics);
@@ -136,6 +141,7 @@ std::unique_ptr<GraphTopology> build_hierarchical(const HierarchicalSpec& spec) 
         nic[n * nics + i] = {g->add_node(cat(name, ".tx"), true),
                              g->add_node(cat(name, ".rx"), true)};
       }
+      own(n);
       for (int j = 0; j < dev; ++j) {
         const Port& port = nic[n * nics + j * nics / dev];
         g->add_link(gpu[n * dev + j], port.up, spec.nic_link);
@@ -169,6 +175,15 @@ std::unique_ptr<GraphTopology> build_hierarchical(const HierarchicalSpec& spec) 
     }
   }
   g->set_endpoints(gpu);
+  // Server n's nodes (GPUs, NVSwitch, NICs) form block n: finalize() checks
+  // that swapping two servers maps the network onto itself (so with a
+  // single or rail-optimised switch between nodes, not a fat tree, whose
+  // servers sit on different edge switches) and then routes with one search
+  // per node of server 0.
+  if (nodes > 1) {
+    owner.resize(static_cast<std::size_t>(g->num_nodes()), -1);
+    g->set_blocks(std::move(owner));
+  }
   g->finalize();
   return g;
 }

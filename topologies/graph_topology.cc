@@ -145,6 +145,8 @@ void GraphTopology::set_endpoints(std::vector<int> nodes) {
   endpoints_set_ = true;
 }
 
+void GraphTopology::set_blocks(std::vector<int> block) { block_ = std::move(block); }
+
 int GraphTopology::finalize() {
   const int n = static_cast<int>(names_.size());
   const std::size_t m = link_src_.size();
@@ -207,6 +209,7 @@ int GraphTopology::finalize() {
   }
   graph_src_.resize(m);
   for (std::size_t l = 0; l < m; ++l) graph_src_[l] = departure_[link_src_[l]];
+  check_blocks();
   in_sorted_ = true;
   for (int v = 0; v < n && in_sorted_; ++v)
     for (std::int64_t i = in_begin_[v] + 1; i < in_begin_[v + 1]; ++i)
@@ -263,6 +266,82 @@ int GraphTopology::finalize() {
     }
   }
   return -1;
+}
+
+void GraphTopology::check_blocks() {
+  blocks_ = 0;
+  const std::size_t n = names_.size();
+  const std::size_t m = link_src_.size();
+  const auto drop = [&] {
+    blocks_ = 0;
+    for (auto* v : {&block_, &local_, &link_block_, &link_local_, &block_nodes_}) *v = {};
+    block_links_ = {};
+    block_size_ = block_link_size_ = 0;
+  };
+  // Departure vertices (no forwarding through endpoints) are numbered after
+  // the nodes and are not swapped: such files search per source.
+  if (block_.size() != n || !endpoints_forward_) return drop();
+  int count_blocks = 0;
+  for (const int b : block_) {
+    if (b < -1) return drop();
+    count_blocks = std::max(count_blocks, b + 1);
+  }
+  if (count_blocks < 2) return drop();
+  const auto blocks = static_cast<std::size_t>(count_blocks);
+  // Nodes and links of each block, numbered in order of creation.
+  std::vector<std::size_t> count(blocks, 0);
+  local_.assign(n, -1);
+  for (std::size_t v = 0; v < n; ++v)
+    if (block_[v] >= 0) local_[v] = static_cast<int>(count[block_[v]]++);
+  for (const std::size_t c : count)
+    if (c != count[0]) return drop();
+  block_size_ = count[0];
+  block_nodes_.assign(blocks * block_size_, -1);
+  for (std::size_t v = 0; v < n; ++v)
+    if (block_[v] >= 0) block_nodes_[block_[v] * block_size_ + local_[v]] = static_cast<int>(v);
+  count.assign(blocks, 0);
+  link_block_.assign(m, -1);
+  link_local_.assign(m, -1);
+  for (std::size_t l = 0; l < m; ++l) {
+    const int a = block_[link_src_[l]];
+    const int c = block_[link_dst_[l]];
+    if (a >= 0 && c >= 0 && a != c) return drop();  // joins two blocks
+    const int k = a >= 0 ? a : c;
+    link_block_[l] = k;
+    if (k >= 0) link_local_[l] = static_cast<int>(count[k]++);
+  }
+  for (const std::size_t c : count)
+    if (c != count[0]) return drop();
+  block_link_size_ = count[0];
+  block_links_.assign(blocks * block_link_size_, -1);
+  for (std::size_t l = 0; l < m; ++l)
+    if (link_block_[l] >= 0)
+      block_links_[link_block_[l] * block_link_size_ + link_local_[l]] = static_cast<LinkId>(l);
+  // Block b against block 0: the same kinds of nodes, and links that join
+  // corresponding nodes (or the same outside node) with the same figures.
+  const auto in_network = [&](int v) {
+    return static_cast<std::size_t>(v) < in_network_.size() ? in_network_[v] : 0.0;
+  };
+  const auto corresponds = [&](int v, int v0, int b) {
+    if (block_[v] < 0) return v == v0;
+    return block_[v] == b && block_[v0] == 0 && local_[v] == local_[v0];
+  };
+  for (int b = 1; b < count_blocks; ++b) {
+    for (std::size_t i = 0; i < block_size_; ++i) {
+      const int v = block_nodes_[b * block_size_ + i];
+      const int v0 = block_nodes_[i];
+      if (is_switch_[v] != is_switch_[v0] || in_network(v) != in_network(v0)) return drop();
+    }
+    for (std::size_t i = 0; i < block_link_size_; ++i) {
+      const LinkId l = block_links_[b * block_link_size_ + i];
+      const LinkId l0 = block_links_[i];
+      if (!corresponds(link_src_[l], link_src_[l0], b) ||
+          !corresponds(link_dst_[l], link_dst_[l0], b) || link_class_[l] != link_class_[l0] ||
+          weight_[l] != weight_[l0])
+        return drop();
+    }
+  }
+  blocks_ = count_blocks;
 }
 
 int GraphTopology::check_pairs(int vertices) {
@@ -429,6 +508,97 @@ const GraphTopology::Tree& GraphTopology::tree(int root, int target) const {
   return t;
 }
 
+const GraphTopology::Tree& GraphTopology::block_tree(int root) const {
+  auto it = trees_.find(root);
+  if (it != trees_.end() && it->second.full && !it->second.tight_begin.empty()) {
+    lru_.splice(lru_.begin(), lru_, it->second.lru);
+    return it->second;
+  }
+  const Csr& g = graph_->csr;
+  std::vector<std::int64_t> dist(boost::num_vertices(g));
+  boost::dijkstra_shortest_paths_no_color_map(
+      g, static_cast<std::uint32_t>(root),
+      boost::distance_map(
+          boost::make_iterator_property_map(dist.begin(), get(boost::vertex_index, g)))
+          .weight_map(get(&EdgeWeight::weight, g))
+          .distance_inf(kInf));
+  if (it == trees_.end()) {
+    lru_.push_front(root);
+    it = trees_.emplace(root, Tree{}).first;
+    it->second.lru = lru_.begin();
+  } else {
+    lru_.splice(lru_.begin(), lru_, it->second.lru);
+    stored_ -= it->second.size();
+  }
+  Tree& t = it->second;
+  t.full = true;
+  t.settled = {};
+  // Every node's tight in-links, in in-link order.
+  const std::size_t n = names_.size();
+  t.tight_begin.assign(n + 1, 0);
+  t.tight_links.clear();
+  for (std::size_t v = 0; v < n; ++v) {
+    for (std::int64_t i = in_begin_[v]; i < in_begin_[v + 1]; ++i) {
+      const LinkId l = in_links_[i];
+      const std::int64_t du = dist[graph_src_[l]];
+      if (du != kInf && du + weight_[l] == dist[v]) t.tight_links.push_back(l);
+    }
+    t.tight_begin[v + 1] = static_cast<std::int64_t>(t.tight_links.size());
+  }
+  t.tight_links.shrink_to_fit();
+  t.dense = std::move(dist);
+  stored_ += t.size();
+  while (stored_ > kTreeBudget && lru_.size() > 1) {
+    auto old = trees_.find(lru_.back());
+    stored_ -= old->second.size();
+    trees_.erase(old);
+    lru_.pop_back();
+  }
+  return t;
+}
+
+LinkId GraphTopology::choose(std::uint64_t& sel) const {
+  // The narrowest bandwidth among the tight in-links and how many of them
+  // have it.
+  double narrowest = std::numeric_limits<double>::infinity();
+  std::int64_t count = 0;
+  for (const LinkId l : tight_) {
+    const double bw = classes_[link_class_[l]].bandwidth;
+    if (bw < narrowest) {
+      narrowest = bw;
+      count = 0;
+    }
+    if (bw == narrowest) ++count;
+  }
+  std::int64_t pick = static_cast<std::int64_t>(sel % static_cast<std::uint64_t>(count));
+  sel /= static_cast<std::uint64_t>(count);
+  for (const LinkId l : tight_)
+    if (classes_[link_class_[l]].bandwidth == narrowest && pick-- == 0) return l;
+  return -1;  // unreachable: count >= 1 on a connected graph
+}
+
+void GraphTopology::route_by_blocks(int root, int t, std::uint64_t sel,
+                                    std::vector<LinkId>& out) const {
+  // The search of root's image in block 0; a node's tight in-links are the
+  // images of its image's. Ordered as in-links are (by source node, then
+  // link id), the same candidates as a search from root gives.
+  const int b = std::max(0, block_[root]);
+  const Tree& tr = block_tree(swap_node(root, b));
+  int v = t;
+  while (v != root) {
+    const int image = swap_node(v, b);
+    tight_.clear();
+    for (std::int64_t i = tr.tight_begin[image]; i < tr.tight_begin[image + 1]; ++i)
+      tight_.push_back(swap_link(tr.tight_links[i], b));
+    std::sort(tight_.begin(), tight_.end(), [&](LinkId x, LinkId y) {
+      return link_src_[x] != link_src_[y] ? link_src_[x] < link_src_[y] : x < y;
+    });
+    const LinkId l = choose(sel);
+    out.push_back(l);
+    v = link_src_[l];
+  }
+}
+
 void GraphTopology::route(int src, int dst, std::vector<LinkId>& out) const {
   out.clear();
   const int s = endpoints_[src];
@@ -450,6 +620,12 @@ void GraphTopology::route(int src, int dst, std::vector<LinkId>& out) const {
     }
   }
   std::lock_guard<std::mutex> lock(mutex_);
+  if (blocks_ > 1 && use_blocks_) {
+    route_by_blocks(root, t, static_cast<std::uint64_t>(t), out);
+    if (first >= 0) out.push_back(first);
+    std::reverse(out.begin(), out.end());
+    return;
+  }
   // Dijkstra runs from the root's departure vertex (the root itself unless
   // endpoints do not forward); a link's source counts at its graph vertex.
   const Tree& tree_of_root = tree(departure_[root], t);
@@ -492,27 +668,9 @@ void GraphTopology::route(int src, int dst, std::vector<LinkId>& out) const {
       for (std::int64_t i = b; i < e; ++i)
         if (tight(in_links_[i], dv)) tight_.push_back(in_links_[i]);
     }
-    // The narrowest bandwidth among the tight in-links and how many of them
-    // have it.
-    double narrowest = std::numeric_limits<double>::infinity();
-    std::int64_t count = 0;
-    for (const LinkId l : tight_) {
-      const double bw = classes_[link_class_[l]].bandwidth;
-      if (bw < narrowest) {
-        narrowest = bw;
-        count = 0;
-      }
-      if (bw == narrowest) ++count;
-    }
-    std::int64_t pick = static_cast<std::int64_t>(sel % static_cast<std::uint64_t>(count));
-    sel /= static_cast<std::uint64_t>(count);
-    for (const LinkId l : tight_) {
-      if (classes_[link_class_[l]].bandwidth == narrowest && pick-- == 0) {
-        out.push_back(l);
-        v = link_src_[l];
-        break;
-      }
-    }
+    const LinkId l = choose(sel);
+    out.push_back(l);
+    v = link_src_[l];
   }
   if (first >= 0) out.push_back(first);
   std::reverse(out.begin(), out.end());

@@ -59,6 +59,28 @@ class GraphTopology : public Topology {
   int lost_peer() const { return lost_peer_; }
   void set_num_ranks(int ranks) { ranks_ = ranks; }
 
+  // Blocks of identical structure (the servers of a generated cluster):
+  // block[v] is node v's block (0 .. B-1), or -1 for a node no block owns (a
+  // rail switch, a fabric switch). Given before finalize(), which checks the
+  // claim: every block has the same nodes and links in the same order of
+  // creation (a link belongs to the block of its endpoints; one between two
+  // blocks voids the claim), with equal kinds, link classes and in-network
+  // figures, and the same outside nodes at the same places. Then swapping
+  // blocks 0 and b (their k-th nodes and links, outside nodes fixed) maps
+  // the network onto itself, so a source's distances are those of its image
+  // in block 0, and routes use one shortest-path search per node of block 0
+  // (and per outside source) instead of one per source. The route rule
+  // above is applied unchanged in the source's own numbering, so the routes
+  // are exactly those of a search per source (tests/topologies/
+  // block_symmetry_test.cc compares every pair). Without a valid claim, or
+  // with fewer than two blocks, or without forwarding through endpoints,
+  // routes search per source as before.
+  void set_blocks(std::vector<int> block);
+  // Whether finalize() accepted the blocks (false when none were given).
+  bool block_symmetric() const { return blocks_ > 1; }
+  // Tests: route by a search per source even where the blocks hold.
+  void set_block_symmetry(bool use) { use_blocks_ = use; }
+
   const std::string& node_name(int node) const { return names_[node]; }
   bool is_switch(int node) const { return is_switch_[node]; }
   int endpoint_node(int rank) const { return endpoints_[rank]; }
@@ -88,6 +110,10 @@ class GraphTopology : public Topology {
   // most; the next one computes the full tree.
   struct Tree {
     bool full = false;
+    // Block symmetry: the tight in-links of every node (CSR over the
+    // nodes), those ending a shortest path from the root.
+    std::vector<std::int64_t> tight_begin;
+    std::vector<LinkId> tight_links;
     int reruns = 0;                                     // partial searches after the first
     std::vector<std::int64_t> dense;                    // full: every node
     std::vector<std::pair<int, std::int64_t>> settled;  // partial: by node
@@ -96,10 +122,31 @@ class GraphTopology : public Topology {
     // not settled is at least as far as the target, so it cannot precede a
     // node of a route within the settled region).
     std::int64_t dist(int v) const;
-    std::size_t size() const { return full ? dense.size() : settled.size(); }
+    std::size_t size() const {
+      return (full ? dense.size() : settled.size()) + tight_begin.size() + tight_links.size();
+    }
   };
   const Tree& tree(int root, int target) const;  // caller holds mutex_
-  int check_pairs(int vertices);                 // finalize() without forwarding
+  // The full tree of a node of block 0 or outside every block, with its
+  // tight in-links; caller holds mutex_.
+  const Tree& block_tree(int root) const;
+  void route_by_blocks(int root, int t, std::uint64_t sel, std::vector<LinkId>& out) const;
+  // The route rule's pick among tight_ (the narrowest, then sel's digit).
+  LinkId choose(std::uint64_t& sel) const;
+  int check_pairs(int vertices);  // finalize() without forwarding
+  void check_blocks();            // finalize(): accepts or drops block_
+  // The swap of blocks 0 and b applied to a node or to a link.
+  int swap_node(int v, int b) const {
+    const int k = block_[v];
+    if (k != b && k != 0) return v;
+    return block_nodes_[static_cast<std::size_t>(k == b ? 0 : b) * block_size_ + local_[v]];
+  }
+  LinkId swap_link(LinkId l, int b) const {
+    const int k = link_block_[l];
+    if (k != b && k != 0) return l;
+    return block_links_[static_cast<std::size_t>(k == b ? 0 : b) * block_link_size_ +
+                        link_local_[l]];
+  }
 
   std::vector<std::string> names_;
   std::vector<bool> is_switch_;
@@ -131,6 +178,15 @@ class GraphTopology : public Topology {
   // tree of that neighbour (all hosts under one fat-tree edge switch do).
   std::vector<LinkId> via_;
   std::unique_ptr<Graph> graph_;
+  // Block symmetry (set_blocks): blocks_ > 1 when accepted. Per node and per
+  // link its block (-1: none) and index within the block in order of
+  // creation; per block its nodes and links by that index.
+  int blocks_ = 0;
+  bool use_blocks_ = true;
+  std::vector<int> block_, local_, link_block_, link_local_;
+  std::vector<int> block_nodes_;
+  std::vector<LinkId> block_links_;
+  std::size_t block_size_ = 0, block_link_size_ = 0;
 
   // Trees computed on demand, least recently used dropped beyond a memory cap.
   mutable std::mutex mutex_;
