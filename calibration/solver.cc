@@ -177,14 +177,21 @@ MultiStart descend_from_each(const LmProblem& problem, const std::vector<LmVecto
       if (!out.ends[s].settled && out.ends[s].cost <= keep) go_on.push_back(s);
     LmOptions rest = options;
     rest.max_iterations = options.max_iterations - options.screen_iterations;
-    parallel_for(go_on.size(), options.jobs, [&](std::size_t j) {
+    const auto go = [&](std::size_t j) {
       Descent& d = out.ends[go_on[j]];
       Descent more = descend_one(problem, d.theta, rest, go_on[j], d.iterations);
       for (std::size_t k = 0; k < more.mattered.size(); ++k)
         if (d.mattered[k]) more.mattered[k] = true;
       more.iterations += d.iterations;
       d = std::move(more);
-    });
+    };
+    // One start left (the common case): run it here, so that its
+    // Jacobian's columns take the threads (inside parallel_for they would
+    // run inline). The columns are stored by index: the same result.
+    if (go_on.size() == 1)
+      go(0);
+    else
+      parallel_for(go_on.size(), options.jobs, go);
   }
   out.best = lowest();
   return out;
