@@ -465,15 +465,7 @@ const GraphTopology::Tree& GraphTopology::tree(int root, int target) const {
   } catch (const TargetSettled&) {
   }
   full = full || went_full;
-  if (it == trees_.end()) {
-    lru_.push_front(root);
-    it = trees_.emplace(root, Tree{}).first;
-    it->second.lru = lru_.begin();
-  } else {
-    lru_.splice(lru_.begin(), lru_, it->second.lru);
-    stored_ -= it->second.size();
-  }
-  Tree& t = it->second;
+  Tree& t = lru_slot(root, it);
   t.full = full;
   if (full) {
     t.dense = scratch_;
@@ -497,15 +489,29 @@ const GraphTopology::Tree& GraphTopology::tree(int root, int target) const {
     }
   }
   stored_ += t.size();
-  // Least recently used trees go once the budget is passed, never the one
-  // just built.
+  evict_trees();
+  return t;
+}
+
+GraphTopology::Tree& GraphTopology::lru_slot(int root, TreeMap::iterator it) const {
+  if (it == trees_.end()) {
+    lru_.push_front(root);
+    it = trees_.emplace(root, Tree{}).first;
+    it->second.lru = lru_.begin();
+  } else {
+    lru_.splice(lru_.begin(), lru_, it->second.lru);
+    stored_ -= it->second.size();
+  }
+  return it->second;
+}
+
+void GraphTopology::evict_trees() const {
   while (stored_ > kTreeBudget && lru_.size() > 1) {
     auto old = trees_.find(lru_.back());
     stored_ -= old->second.size();
     trees_.erase(old);
     lru_.pop_back();
   }
-  return t;
 }
 
 const GraphTopology::Tree& GraphTopology::block_tree(int root) const {
@@ -522,15 +528,7 @@ const GraphTopology::Tree& GraphTopology::block_tree(int root) const {
           boost::make_iterator_property_map(dist.begin(), get(boost::vertex_index, g)))
           .weight_map(get(&EdgeWeight::weight, g))
           .distance_inf(kInf));
-  if (it == trees_.end()) {
-    lru_.push_front(root);
-    it = trees_.emplace(root, Tree{}).first;
-    it->second.lru = lru_.begin();
-  } else {
-    lru_.splice(lru_.begin(), lru_, it->second.lru);
-    stored_ -= it->second.size();
-  }
-  Tree& t = it->second;
+  Tree& t = lru_slot(root, it);
   t.full = true;
   t.settled = {};
   // Every node's tight in-links, in in-link order.
@@ -548,12 +546,7 @@ const GraphTopology::Tree& GraphTopology::block_tree(int root) const {
   t.tight_links.shrink_to_fit();
   t.dense = std::move(dist);
   stored_ += t.size();
-  while (stored_ > kTreeBudget && lru_.size() > 1) {
-    auto old = trees_.find(lru_.back());
-    stored_ -= old->second.size();
-    trees_.erase(old);
-    lru_.pop_back();
-  }
+  evict_trees();
   return t;
 }
 

@@ -130,6 +130,14 @@ class GraphTopology : public Topology {
   // The full tree of a node of block 0 or outside every block, with its
   // tight in-links; caller holds mutex_.
   const Tree& block_tree(int root) const;
+  using TreeMap = std::unordered_map<int, Tree>;
+  // The tree slot of `root` (it: trees_.find(root)), made or moved to the
+  // front of the LRU list, its size taken off stored_ for the caller to
+  // add back once filled.
+  Tree& lru_slot(int root, TreeMap::iterator it) const;
+  // Least recently used trees go once the budget is passed, never the
+  // one just built.
+  void evict_trees() const;
   void route_by_blocks(int root, int t, std::uint64_t sel, std::vector<LinkId>& out) const;
   // The route rule's pick among tight_ (the narrowest, then sel's digit).
   LinkId choose(std::uint64_t& sel) const;
@@ -191,7 +199,7 @@ class GraphTopology : public Topology {
   // Trees computed on demand, least recently used dropped beyond a memory cap.
   mutable std::mutex mutex_;
   mutable std::list<int> lru_;
-  mutable std::unordered_map<int, Tree> trees_;
+  mutable TreeMap trees_;
   mutable std::size_t stored_ = 0;             // distances held by trees_
   mutable std::vector<std::int64_t> scratch_;  // Dijkstra's distance map
   mutable std::vector<int> examined_;          // nodes settled, in order
