@@ -330,70 +330,78 @@ NcclContext nccl_context(const Topology& topology, int ranks, std::optional<Nccl
   return ctx;
 }
 
-std::optional<NcclModelEntry> nccl_model_entry(const NcclContext& ctx, Collective c,
-                                               NcclVariant variant, Protocol protocol,
-                                               DataType type, RedOp op) {
-  const int p = protocol_index(protocol);
-  if (p < 0 || variant == NcclVariant::p2p || ctx.ranks <= 1) return std::nullopt;
-  // RCCL: the ring and the tree with its own table (LL128 off on gfx942,
-  // no NVLS, no PAT; CollNet not modelled on AMD).
-  if (ctx.rccl) {
-    if (variant != NcclVariant::ring && variant != NcclVariant::tree) return std::nullopt;
-    return rccl_entry(ctx, c, variant == NcclVariant::ring ? 1 : 0, p);
-  }
-  const int n = ctx.ranks;
-  const int nodes = ctx.nodes;
-  const double ppn = static_cast<double>(n) / nodes;
-  const int local = n / nodes;  // NCCL's nRanks / nNodes (integer)
-  const bool ar = c == Collective::all_reduce;
-  const bool gs = c == Collective::all_gather || c == Collective::reduce_scatter;
-  const bool rooted = c == Collective::broadcast || c == Collective::reduce;
-  if (!ar && !gs && !rooted) return std::nullopt;
-  const NcclTuning& t = *ctx.tuning;
-  const int a = nccl_algorithm_index(variant);
+namespace {
+
+// One call as NCCL's model sees it (tuning.cc's locals).
+struct ModelCall {
+  const NcclContext& ctx;
+  const NcclTuning& t;
+  Collective c;
+  int a = 0;  // algorithm index
+  int p = 0;  // protocol index
+  int n = 0, nodes = 0;
+  double ppn = 0;
+  int local = 0;  // NCCL's nRanks / nNodes (integer)
+  bool ar = false, gs = false, rooted = false;
+  bool nvls = false, collnet = false;
+};
+
+// Whether NCCL weighs algorithm c.a with protocol c.p for the call at all.
+bool model_applies(const ModelCall& m, DataType type, RedOp op) {
+  const NcclContext& ctx = m.ctx;
+  const NcclTuning& t = m.t;
+  const Collective c = m.c;
+  const int a = m.a, p = m.p, n = m.n, nodes = m.nodes, local = m.local;
+  const bool ar = m.ar, gs = m.gs, rooted = m.rooted, nvls = m.nvls, collnet = m.collnet;
   // Which algorithms NCCL weighs for the collective (tuning.cc's loop):
   // broadcast and reduce the ring; all_gather and reduce_scatter the ring,
   // NVLS (2.19+) and PAT (2.23+) (CollNet Direct's needs a plugin with
   // those collectives: not modelled); all_reduce all but PAT.
-  if (rooted && a != kRingA) return std::nullopt;
+  if (rooted && a != kRingA) return false;
   if (gs && a != kRingA && !(a == kNvlsA && t.nvls_gather_scatter) && !(a == kPatA && t.pat_bw > 0))
-    return std::nullopt;
-  if (ar && a == kPatA) return std::nullopt;
+    return false;
+  if (ar && a == kPatA) return false;
   // Protocols: NVLS, NVLSTree, CollNet and PAT are Simple only; LL128 only
   // where the GPUs of a node are NVLink peers.
-  if (a != kRingA && a != kTreeA && p != kSimple) return std::nullopt;
-  if (p == kLL128 && !ctx.nvlink) return std::nullopt;
+  if (a != kRingA && a != kTreeA && p != kSimple) return false;
+  if (p == kLL128 && !ctx.nvlink) return false;
   // What the machine and the call allow (tuning.cc's enables, enqueue.cc's
   // filters).
-  const bool nvls = a == kNvlsA || a == kNvlsTreeA;
-  const bool collnet = a == kCollnetDirectA || a == kCollnetChainA;
   if (nvls) {
-    if (ctx.nvls_heads == 0) return std::nullopt;
+    if (ctx.nvls_heads == 0) return false;
     if (c == Collective::all_gather ? !t.nvls_gather_any_type && !nvls_supported(type, RedOp::sum)
                                     : !nvls_supported(type, op))
-      return std::nullopt;
+      return false;
     // NVLSTree needs several nodes, NVLS across nodes needs CollNet, NVLS
     // all_gather / reduce_scatter one node of at most 32 GPUs.
-    if (a == kNvlsTreeA && nodes == 1) return std::nullopt;
-    if (a == kNvlsA && nodes > 1 && ctx.collnet_heads == 0) return std::nullopt;
-    if (gs && (nodes > 1 || n > kMaxNvlsArity)) return std::nullopt;
-    if (t.nvls == NcclNvlsModel::v2_28 && ctx.nvls_heads < 2) return std::nullopt;
+    if (a == kNvlsTreeA && nodes == 1) return false;
+    if (a == kNvlsA && nodes > 1 && ctx.collnet_heads == 0) return false;
+    if (gs && (nodes > 1 || n > kMaxNvlsArity)) return false;
+    if (t.nvls == NcclNvlsModel::v2_28 && ctx.nvls_heads < 2) return false;
   }
   if (collnet) {
     // SHARP across nodes, all_reduce only; CollNet Direct on NVSwitch
     // systems (those with an NVLS switch here) of at most 8 GPUs a node.
-    if (!ar || ctx.collnet_heads == 0 || nodes == 1) return std::nullopt;
-    if (a == kCollnetDirectA && (!ctx.nvswitch || local > kMaxDirectLocalRanks))
-      return std::nullopt;
-    if (a == kCollnetChainA && t.collnet_chain_max_8 && local > kMaxDirectLocalRanks)
-      return std::nullopt;
+    if (!ar || ctx.collnet_heads == 0 || nodes == 1) return false;
+    if (a == kCollnetDirectA && (!ctx.nvswitch || local > kMaxDirectLocalRanks)) return false;
+    if (a == kCollnetChainA && t.collnet_chain_max_8 && local > kMaxDirectLocalRanks) return false;
   }
   if (a == kPatA) {
     // One GPU per node (ncclPatEnable); no scaled reduce-scatter (avg).
-    if (nodes != n) return std::nullopt;
-    if (c == Collective::reduce_scatter && op == RedOp::avg) return std::nullopt;
+    if (nodes != n) return false;
+    if (c == Collective::reduce_scatter && op == RedOp::avg) return false;
   }
+  return true;
+}
 
+// NCCL's algorithm bandwidth for the call, GB/s (ncclTopoTuneModel).
+double model_bandwidth(const ModelCall& m) {
+  const NcclContext& ctx = m.ctx;
+  const NcclTuning& t = m.t;
+  const Collective c = m.c;
+  const int a = m.a, p = m.p, n = m.n, nodes = m.nodes;
+  const double ppn = m.ppn;
+  const bool ar = m.ar, gs = m.gs, nvls = m.nvls, collnet = m.collnet;
   // Bandwidth (ncclTopoTuneModel): the graph's channels x per-channel bw,
   // refined per algorithm and protocol, converted to algorithm bw.
   int channels = 0;
@@ -468,8 +476,16 @@ std::optional<NcclModelEntry> nccl_model_entry(const NcclContext& ctx, Collectiv
       ratio = 5.0 / 6.0;
     alg = bus * ratio;
   }
+  return alg;
+}
 
-  // Latency.
+// NCCL's latency for the call, us.
+double model_latency(const ModelCall& m) {
+  const NcclContext& ctx = m.ctx;
+  const NcclTuning& t = m.t;
+  const int a = m.a, p = m.p, n = m.n, nodes = m.nodes, local = m.local;
+  const double ppn = m.ppn;
+  const bool ar = m.ar, gs = m.gs, rooted = m.rooted;
   const int intra_hw = ctx.nvlink ? kHwNvlink : kHwPci;
   double intra_lat = t.hw_lat[intra_hw][a][p];
   // At one GPU per node (2.23+) every algorithm pays the tree's network hop.
@@ -519,9 +535,50 @@ std::optional<NcclModelEntry> nccl_model_entry(const NcclContext& ctx, Collectiv
   } else if (a == kPatA) {
     lat = kPatBase + log2i(nodes) * (inter_lat / kPatLogDivisor) + n * kPatPerRank;
   }
+  return lat;
+}
 
+}  // namespace
+
+std::optional<NcclModelEntry> nccl_model_entry(const NcclContext& ctx, Collective c,
+                                               NcclVariant variant, Protocol protocol,
+                                               DataType type, RedOp op) {
+  const int p = protocol_index(protocol);
+  if (p < 0 || variant == NcclVariant::p2p || ctx.ranks <= 1) return std::nullopt;
+  // RCCL: the ring and the tree with its own table (LL128 off on gfx942,
+  // no NVLS, no PAT; CollNet not modelled on AMD).
+  if (ctx.rccl) {
+    if (variant != NcclVariant::ring && variant != NcclVariant::tree) return std::nullopt;
+    return rccl_entry(ctx, c, variant == NcclVariant::ring ? 1 : 0, p);
+  }
+  const int n = ctx.ranks;
+  const int nodes = ctx.nodes;
+  const double ppn = static_cast<double>(n) / nodes;
+  const int local = n / nodes;  // NCCL's nRanks / nNodes (integer)
+  const bool ar = c == Collective::all_reduce;
+  const bool gs = c == Collective::all_gather || c == Collective::reduce_scatter;
+  const bool rooted = c == Collective::broadcast || c == Collective::reduce;
+  if (!ar && !gs && !rooted) return std::nullopt;
+  const NcclTuning& t = *ctx.tuning;
+  const int a = nccl_algorithm_index(variant);
+  const ModelCall m{ctx,
+                    t,
+                    c,
+                    a,
+                    p,
+                    n,
+                    nodes,
+                    ppn,
+                    local,
+                    ar,
+                    gs,
+                    rooted,
+                    a == kNvlsA || a == kNvlsTreeA,
+                    a == kCollnetDirectA || a == kCollnetChainA};
+  if (!model_applies(m, type, op)) return std::nullopt;
+  const double alg = model_bandwidth(m);
   if (!(alg > 0)) return std::nullopt;
-  return NcclModelEntry{lat, alg};
+  return NcclModelEntry{model_latency(m), alg};
 }
 
 std::optional<double> nccl_model_time(const NcclContext& ctx, Collective c, NcclVariant variant,
