@@ -52,18 +52,25 @@ EndpointProps TrialTopology::endpoint(int rank) const {
   return e;
 }
 
-LinkProps TrialTopology::link(LinkId id) const {
-  const auto c = static_cast<std::size_t>(base().link_class(id));
+LinkProps TrialTopology::class_link(std::size_t c) const {
   LinkProps l = classes[c];
   const LinkProps& b = base_classes[c];
-  if (b.has_protocol_latency() && b.latency > 0)
-    for (int i = 0; i < 3; ++i)
-      if (b.protocol_latency[i] >= 0)
-        l.protocol_latency[i] = b.protocol_latency[i] * l.latency / b.latency;
+  for (int i = 0; i < 3; ++i) {
+    l.protocol_latency[i] = b.protocol_latency[i];
+    if (b.protocol_latency[i] >= 0 && b.latency > 0 && scale_protocol[i])
+      l.protocol_latency[i] = b.protocol_latency[i] * l.latency / b.latency;
+  }
   return l;
 }
 
+LinkProps TrialTopology::link(LinkId id) const {
+  return class_link(static_cast<std::size_t>(base().link_class(id)));
+}
+
 namespace {
+
+// A parameter the fit does not have (latency_of, the overhead).
+constexpr std::size_t kNoParam = static_cast<std::size_t>(-1);
 
 bool registered(Collective c, const std::string& name) {
   for (const AlgorithmDef* def : algorithms_for(c))
@@ -467,15 +474,25 @@ void FitProblem::list_params(const Topology& base) {
   }
 
   const EndpointProps& e = trial_.trial_endpoint;
-  std::vector<std::size_t> latency_of(class_links.size(), 0);
+  std::vector<std::size_t> latency_of(class_links.size(), kNoParam);
+  const bool per_protocol_file =
+      std::any_of(trial_.base_classes.begin(), trial_.base_classes.end(),
+                  [](const LinkProps& l) { return l.has_protocol_latency(); });
   for (std::size_t c = 0; c < class_used.size(); ++c) {
     if (!class_used[c]) continue;
     const std::string where =
         " (" + class_example[c] + ", " + std::to_string(class_links[c]) + " links)";
-    latency_of[c] = params_.size();
-    params_.push_back({ParamKind::latency, static_cast<int>(c),
-                       "class " + std::to_string(c) + " latency_us" + where,
-                       trial_.classes[c].latency, 0, true});
+    // Where the base gives NCCL's per-hop figures per protocol on some
+    // links, a class with none and no latency has no per-hop cost in that
+    // model (a GPU's PCIe path to its NIC): it keeps 0, and the fitted
+    // latency goes to the classes that carry the figures.
+    const bool per_protocol = per_protocol_file && !trial_.base_classes[c].has_protocol_latency() &&
+                              trial_.base_classes[c].latency == 0;
+    latency_of[c] = per_protocol ? kNoParam : params_.size();
+    if (!per_protocol)
+      params_.push_back({ParamKind::latency, static_cast<int>(c),
+                         "class " + std::to_string(c) + " latency_us" + where,
+                         trial_.classes[c].latency, 0, true});
     params_.push_back({ParamKind::bandwidth, static_cast<int>(c),
                        "class " + std::to_string(c) + " bandwidth_gbps" + where,
                        trial_.classes[c].bandwidth, 0, true});
@@ -496,10 +513,17 @@ void FitProblem::list_params(const Topology& base) {
                    true};
     params_.push_back(fp);
   }
-  const std::size_t overhead = params_.size();
-  params_.push_back({ParamKind::overhead, -1, "endpoint overhead_us", e.overhead, 0, true});
+  // GPU kernels (pipelined endpoints) have no cost per message of their
+  // own: what a chunk pays is its protocol's latency per hop, which the
+  // links carry (NCCL's per-hop figures), so the overhead is kept, not
+  // fitted; a per-message cost fitted beside it would be paid again by
+  // every chunk of every protocol (docs/REPORTS.md, "Calibration").
+  const std::size_t overhead = e.pipelined ? kNoParam : params_.size();
+  if (!e.pipelined)
+    params_.push_back({ParamKind::overhead, -1, "endpoint overhead_us", e.overhead, 0, true});
   // A protocol's base latency, where the base describes the protocol and
-  // some schedule runs under it.
+  // some schedule runs under it; its per-link latencies follow the fitted
+  // link latencies only then (TrialTopology::scale_protocol).
   for (Protocol pr : kAllProtocols) {
     const int i = protocol_index(pr);
     const bool runs =
@@ -510,6 +534,7 @@ void FitProblem::list_params(const Topology& base) {
                                     : points_.networks[pt.network]->default_protocol;
           return used == pr;
         });
+    trial_.scale_protocol[i] = runs;
     if (!runs || !trial_.protocols[i].set) continue;
     FittedParam fp{ParamKind::base_latency,
                    -1,
@@ -548,15 +573,21 @@ void FitProblem::list_params(const Topology& base) {
   for (const auto& [classes, where] : route_kinds) {
     const auto [network, src, dst] = where;
     Quantity q;
-    q.members.push_back(overhead);
     q.name = "message latency rank " + std::to_string(src) + " -> " + std::to_string(dst) +
-             (network > 0 ? " (" + points_.network_names[network] + ")" : "") +
-             ": endpoint overhead_us";
-    for (int c : classes) {
-      q.members.push_back(latency_of[static_cast<std::size_t>(c)]);
-      q.name += " + class " + std::to_string(c) + " latency_us";
+             (network > 0 ? " (" + points_.network_names[network] + ")" : "") + ":";
+    const char* plus = " ";
+    if (overhead != kNoParam) {
+      q.members.push_back(overhead);
+      q.name += " endpoint overhead_us";
+      plus = " + ";
     }
-    route_latencies_.push_back(std::move(q));
+    for (int c : classes) {
+      if (latency_of[static_cast<std::size_t>(c)] == kNoParam) continue;
+      q.members.push_back(latency_of[static_cast<std::size_t>(c)]);
+      q.name += plus + std::string("class ") + std::to_string(c) + " latency_us";
+      plus = " + ";
+    }
+    if (!q.members.empty()) route_latencies_.push_back(std::move(q));
   }
 }
 
@@ -612,7 +643,10 @@ std::vector<TrialTopology> FitProblem::trials_at(const LmVector& theta) const {
       if (t.in_network[c] > 0) t.in_network[c] = base.in_network[static_cast<std::size_t>(b)];
     }
     t.trial_endpoint = base.trial_endpoint;
-    for (int i = 0; i < 3; ++i) t.protocols[i].base_latency = base.protocols[i].base_latency;
+    for (int i = 0; i < 3; ++i) {
+      t.protocols[i].base_latency = base.protocols[i].base_latency;
+      t.scale_protocol[i] = base.scale_protocol[i];
+    }
   }
   return trials;
 }
@@ -761,6 +795,9 @@ void FitProblem::finish(const LmVector& theta, const std::vector<bool>& mattered
                   (theta[k] >= upper_[k] - tol || (!zero_ok && theta[k] <= lower_[k] + tol));
   }
   result.classes = fitted.classes;
+  for (std::size_t k = 0; k < result.classes.size(); ++k)
+    for (int i = 0; i < 3; ++i)
+      result.classes[k].protocol_latency[i] = fitted.class_link(k).protocol_latency[i];
   result.endpoint = fitted.trial_endpoint;
   result.in_network = fitted.in_network;
   for (int i = 0; i < 3; ++i) result.protocols[i] = fitted.protocols[i];

@@ -44,6 +44,14 @@ class TrialTopology : public TopologyView {
   // trial figures are the view's own `protocols` (TopologyMetadata).
   std::vector<double> in_network;
   EndpointProps trial_endpoint;
+  // Which protocols' per-link latencies follow a class's fitted latency
+  // (by the base's ratio): those some fitted row runs. The others keep the
+  // base's figures, since no row measured them (docs/REPORTS.md,
+  // "Calibration").
+  bool scale_protocol[3] = {true, true, true};
+  // The class's link as the trial has it: its latency and bandwidth, and
+  // each protocol's latency scaled with the latency where scale_protocol.
+  LinkProps class_link(std::size_t c) const;
 };
 
 // The algorithm whose schedule a measured row is simulated as: its own, or

@@ -66,12 +66,15 @@ void replace_link_keys(Json& obj, const char* bw_key, const char* lat_key, doubl
     if (!close(base_classes[c].bandwidth, bw) || !close(base_classes[c].latency, lat)) continue;
     obj[bw_key] = fitted[c].bandwidth / 1e9;
     obj[lat_key] = fitted[c].latency * 1e6;
-    // Protocol latencies scale with the fitted latency (TrialTopology).
-    if (obj.contains("protocol_latency_us") && obj["protocol_latency_us"].is_object() &&
-        base_classes[c].latency > 0)
-      for (auto& [key, value] : obj["protocol_latency_us"].items())
-        if (value.is_number())
-          value = value.get<double>() * fitted[c].latency / base_classes[c].latency;
+    // Each protocol's latency as the fit has it (scaled with the fitted
+    // latency where some row ran the protocol, else the base's:
+    // TrialTopology::class_link).
+    if (obj.contains("protocol_latency_us") && obj["protocol_latency_us"].is_object())
+      for (auto& [key, value] : obj["protocol_latency_us"].items()) {
+        const int i = protocol_index(parse_protocol(key));
+        if (value.is_number() && i >= 0 && fitted[c].protocol_latency[i] >= 0)
+          value = fitted[c].protocol_latency[i] * 1e6;
+      }
     return;
   }
 }
@@ -130,6 +133,10 @@ void check_expresses_fit(const std::string& text, const std::string& base_file,
     const LinkProps got = check->link(id);
     same = close(want.bandwidth, got.bandwidth) &&
            std::abs(want.latency - got.latency) <= 1e-9 * std::max(want.latency, 1e-12);
+    for (int i = 0; same && i < 3; ++i)
+      same = want.protocol_latency[i] < 0 ||
+             std::abs(want.protocol_latency[i] - got.protocol_latency[i]) <=
+                 1e-9 * std::max(want.protocol_latency[i], 1e-12);
   }
   for (int rank = 0; same && rank < base.num_ranks(); ++rank) {
     const EndpointProps e = check->endpoint(rank);

@@ -89,11 +89,11 @@ void fit_then_check(const std::string& cluster, const std::vector<Shaped>& fit,
 
 // NVIDIA/nccl-tests issue 309, gj-aion's cluster (defaults; NCCL's version
 // not printed): its 2-node run fits the cluster; its 4- and 8-node runs check.
-// The 8-node 1-64 MiB bound is today's error (target 10%): its 1-4 MiB rows
-// run tree/LL128, whose simulated slope is steeper than measured, and the
-// 2-node fit (NVLSTree at every size from 1 MiB) adds per-message and
-// network latency that the 8-node tree pays at every hop (docs/ACCURACY.md,
-// "Calibrated on a small run").
+// 1-64 MiB at the target (10%). The >= 64 MiB bounds are today's error
+// (target 5%): from 512 MiB the larger runs use the ring over all 8 NICs,
+// which moves about 40 GB/s a NIC there, and the 2-node run (NVLSTree at
+// every size, limited by the NVLS switch) does not measure the NICs, so the
+// fit keeps their 48 (docs/ACCURACY.md, "Calibrated on a small run").
 TEST(CalibrationScales, TwoNodesPredictFourAndEight) {
   const auto ar = [](const char* f, int ranks) {
     return testing::TableRun{f, Collective::all_reduce, ranks, "nccl", DataType::float32, 1};
@@ -101,8 +101,8 @@ TEST(CalibrationScales, TwoNodesPredictFourAndEight) {
   fit_then_check(
       "h100-cluster-16x8",
       {{ar("h100x16_2node_allreduce_nccl-tests-issue309-gjaion.txt", 16), {2, 8}}},
-      {{{ar("h100x32_4node_allreduce_nccl-tests-issue309-gjaion.txt", 32), {4, 8}}, {10, 8}},
-       {{ar("h100x64_8node_allreduce_nccl-tests-issue309-gjaion.txt", 64), {8, 8}}, {31, 9}}});
+      {{{ar("h100x32_4node_allreduce_nccl-tests-issue309-gjaion.txt", 32), {4, 8}}, {10, 16}},
+       {{ar("h100x64_8node_allreduce_nccl-tests-issue309-gjaion.txt", 64), {8, 8}}, {10, 15}}});
 }
 
 // xxrjun/nccl-tests-cluster, cluster01 (NCCL 2.29.2): a node alone, 10
@@ -125,9 +125,9 @@ TEST(CalibrationScales, OneAndTwoGpusANodePredictFourAndEight) {
        {t("h100x20_10node-2pernode_allreduce_xxrjun-cluster01.txt", ar, 20), {10, 2}},
        {t("h100x20_10node-2pernode_allgather_xxrjun-cluster01.txt", ag, 20), {10, 2}}},
       {{{t("h100x40_10node-4pernode_allreduce_xxrjun-cluster01.txt", ar, 40), {10, 4}}, {35, 5}},
-       {{t("h100x40_10node-4pernode_allgather_xxrjun-cluster01.txt", ag, 40), {10, 4}}, {20, 5}},
+       {{t("h100x40_10node-4pernode_allgather_xxrjun-cluster01.txt", ag, 40), {10, 4}}, {13, 5}},
        {{t("h100x80_10node_allreduce_xxrjun-cluster01.txt", ar, 80), {10, 8}}, {55, 20}},
-       {{t("h100x80_10node_allgather_xxrjun-cluster01.txt", ag, 80), {10, 8}}, {50, 30}}},
+       {{t("h100x80_10node_allgather_xxrjun-cluster01.txt", ag, 80), {10, 8}}, {42, 26}}},
       1);
 }
 

@@ -13,6 +13,7 @@
 
 #include "calibration/calibrate.h"
 #include "core/error.h"
+#include "core/json.h"
 #include "reports/sweep_report.h"
 #include "sim/sweep.h"
 #include "topologies/reshape.h"
@@ -168,6 +169,80 @@ TEST(Scales, LoaderTakesTheShapeAfterTheFile) {
   std::ofstream(file + "@2x2") << three;
   EXPECT_EQ(load_topology(file + "@2x2")->num_ranks(), 12);
   std::filesystem::remove_all(dir);
+}
+
+// A cluster file of NCCL's form: per-protocol latencies on the links
+// (NVLink hop and network hop), none on the GPU's path to its NIC.
+std::string nccl_form(double intra_us, double inter_us, double simple_scale) {
+  const auto num = [](double v) { return std::to_string(v); };
+  return R"({"name": "g", "endpoint": {"pipelined": true, "reduce_gbps": 1000},
+    "protocols": {"default": "Simple",
+      "LL128": {"efficiency": 0.9375, "base_latency_us": 14, "chunk_kib": 576},
+      "Simple": {"efficiency": 1.0, "base_latency_us": 8.4, "chunk_kib": 512}},
+    "generator": {"kind": "hierarchical", "nodes": 2, "devices_per_node": 4,
+      "intra": {"kind": "switch", "bandwidth_gbps": 300, "latency_us": )" +
+         num(intra_us) + R"(, "protocol_latency_us": {"LL128": 0.95, "Simple": )" +
+         num(1.7 * simple_scale) + R"(}},
+      "nics_per_node": 4, "rail_optimized": true,
+      "inter": {"kind": "switch", "bandwidth_gbps": 40, "latency_us": )" +
+         num(inter_us) + R"(, "protocol_latency_us": {"LL128": 2.0, "Simple": )" +
+         num(7.0 * simple_scale) + "}}}}";
+}
+
+// A fit changes only what its rows measure (docs/REPORTS.md, "What a GPU
+// fit leaves alone"): rows of Simple only, on GPU endpoints, fit Simple's
+// per-hop latencies, not LL128's; no per-message overhead; and the NIC
+// path without NCCL's figures keeps its latency of 0.
+TEST(CalibrationScales, AGpuFitChangesOnlyWhatItsRowsMeasure) {
+  const std::string truth_text = nccl_form(0.6, 2.7, 2.0);
+  const std::string base_text = nccl_form(0.3, 1.35, 1.0);
+  const std::unique_ptr<Topology> truth = parse_topology(truth_text, "g.json");
+  const std::unique_ptr<Topology> base = parse_topology(base_text, "g.json");
+  CalibrationInput in;
+  in.file = "m.json";
+  for (Collective c : {Collective::all_reduce, Collective::all_gather}) {
+    SweepSpec sweep;
+    sweep.collective = c;
+    sweep.algorithms = {"ring", "recursive_doubling"};
+    sweep.ranks = 8;
+    sweep.sizes = {4096, 65536, 1 << 20, 16 << 20};
+    sweep.model = cost_params_of(*base, 8);
+    Report r = simulate_report(sweep, *truth, {});
+    r.mode = ReportMode::measure;
+    r.topology.reset();
+    in.report.results.insert(in.report.results.end(), r.results.begin(), r.results.end());
+    in.report.mode = ReportMode::measure;
+    in.report.ranks = r.ranks;
+  }
+  CalibrateOptions options;
+  options.starts = 1;
+  const CalibrationResult r = calibrate({in}, *base, options);
+  int latencies = 0;
+  for (const FittedParam& p : r.params) {
+    EXPECT_NE(p.kind, ParamKind::overhead) << p.name;
+    if (p.kind == ParamKind::latency) ++latencies;
+  }
+  // NVLink's and the network's links: not the GPU-to-NIC class.
+  EXPECT_EQ(latencies, 2);
+  const Json j = Json::parse(fitted_topology_text(base_text, "g.json", *base, r, "fit"));
+  const Json& g = j["generator"];
+  for (const char* side : {"intra", "inter"}) {
+    const Json& pl = g[side]["protocol_latency_us"];
+    const double base_ll128 = std::string(side) == "intra" ? 0.95 : 2.0;
+    const double base_simple = std::string(side) == "intra" ? 1.7 : 7.0;
+    const double ratio =
+        g[side]["latency_us"].get<double>() / (std::string(side) == "intra" ? 0.3 : 1.35);
+    EXPECT_DOUBLE_EQ(pl["LL128"].get<double>(), base_ll128) << side;
+    EXPECT_NEAR(pl["Simple"].get<double>(), base_simple * ratio, 1e-9 * base_simple * ratio)
+        << side;
+  }
+  EXPECT_FALSE(g.contains("nic_latency_us") && g["nic_latency_us"].get<double>() != 0);
+  EXPECT_DOUBLE_EQ(j["endpoint"].value("overhead_us", 0.0), 0.0);
+  // The fit moved Simple's hop toward the truth's doubled figures.
+  EXPECT_GT(g["inter"]["protocol_latency_us"]["Simple"].get<double>(), 7.0);
+  // And it loads as the fitted network.
+  const std::unique_ptr<Topology> fit = parse_topology(j.dump(), "fit.json");
+  EXPECT_EQ(fit->num_ranks(), 8);
 }
 
 }  // namespace
