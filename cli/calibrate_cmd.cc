@@ -73,7 +73,7 @@ MeasuredArg split_measured(const std::string& arg) {
   return {arg.substr(0, at), parse_cluster_shape(tail, "measured " + arg), tail};
 }
 
-void run_calibrate(const CalibrateArgs& a) {
+CalibrateOptions calibrate_options(const CalibrateArgs& a) {
   if (!a.renamed_model.empty()) throw UsageError(renamed_model_message(a.renamed_model));
   CalibrateOptions options;
   options.model = parse_net_model(a.model);
@@ -92,33 +92,22 @@ void run_calibrate(const CalibrateArgs& a) {
   options.jobs = a.jobs;
   if (!a.nccl_version.empty())
     options.nccl_version = checked_nccl_version("--nccl-version", a.nccl_version);
-  const ReadOptions read = read_options(a.collective, a.ranks);
-  if (a.topology.rfind("astra:", 0) == 0)
-    throw UsageError("--topology " + a.topology +
-                     ": the fitted file is written in the base's JSON form; give a JSON topology");
-  std::vector<PathArg> input_paths = {{"--topology", a.topology}};
-  std::vector<MeasuredArg> measured;
-  for (const std::string& arg : a.measured) {
-    measured.push_back(split_measured(arg));
-    input_paths.push_back({"measured", measured.back().path});
-  }
-  prepare_outputs({{"-o", a.output}}, input_paths);
+  return options;
+}
 
-  const std::string base_text = read_bytes(a.topology, "topology file");
-  const std::unique_ptr<Topology> base = parse_topology(base_text, a.topology, a.ranks);
-  const std::string base_sha = sha256_hex(base_text);
-  check_ranks_fit(base->num_ranks(), "--topology " + a.topology);
-  if (!a.launch.empty()) check_launch_fits(a.launch, options.launch_devices, base->num_ranks());
-  // Every run of every file is fitted (an nccl-tests log may hold several).
+// Every run of every measured file (an nccl-tests log may hold several),
+// each on its network: FILE@NODESxGPUS measured the base at that scale,
+// and its logs hold that many ranks.
+std::vector<CalibrationInput> read_measured(const std::vector<MeasuredArg>& measured,
+                                            const std::string& base_text,
+                                            const std::string& base_file, const ReadOptions& read) {
   std::vector<CalibrationInput> inputs;
   for (const MeasuredArg& m : measured) {
-    // FILE@NODESxGPUS: the run measured the base at that scale; its logs
-    // hold that many ranks.
     std::shared_ptr<const Topology> network;
     ReadOptions run_read = read;
     if (m.shape) {
-      network = parse_topology(reshape_topology_text(base_text, a.topology, *m.shape),
-                               a.topology + "@" + m.shape_text);
+      network = parse_topology(reshape_topology_text(base_text, base_file, *m.shape),
+                               base_file + "@" + m.shape_text);
       run_read.ranks = network->num_ranks();
     }
     const std::string bytes = read_bytes(m.path, "report");
@@ -134,61 +123,52 @@ void run_calibrate(const CalibrateArgs& a) {
       inputs.push_back(std::move(in));
     }
   }
+  return inputs;
+}
 
-  // The calls are simulated as the measured runs were launched (nccl-tests
-  // -g G: one thread on G devices, nGpus G); --launch overrides it, with a
-  // word where it disagrees with a run.
-  std::string launch = a.launch;
-  std::string first_launch_file;
-  std::vector<std::string> launch_notes;  // printed once the fit ran
-  {
-    std::string& first_file = first_launch_file;
-    std::optional<LaunchOf> first;
-    for (const CalibrationInput& in : inputs) {
-      const std::optional<LaunchOf> l = extra_launch(in.report);
-      if (!l) continue;
-      if (!a.launch.empty()) {
-        if (l->devices != options.launch_devices)
-          launch_notes.push_back("collkit: warning: " + in.file + " was launched as " +
-                                 l->described() + "; fitted as --launch " + a.launch +
-                                 ", as given");
-      } else if (!first) {
-        first = l;
-        first_file = in.file;
-      } else if (first->devices != l->devices) {
-        throw UsageError(first_file + " was launched as " + first->described() + ", " + in.file +
-                         " as " + l->described() + ": calibrate them apart, or give --launch");
-      }
-    }
-    if (a.launch.empty()) {
-      launch = first ? first->flag() : "proc";
-      options.launch_devices = first ? first->devices : 1;
-      if (first && first->devices > 1)
-        launch_notes.push_back("collkit: note: calls simulated as " + first->described() + ", as " +
-                               first_file +
-                               " was launched; --launch proc fits them as one process per device");
+// How the calls are simulated: as the measured runs were launched
+// (nccl-tests -g G: one thread on G devices, nGpus G), or as --launch says,
+// with a word where it disagrees with a run. Sets options.launch_devices;
+// returns the --launch flag it stands for; `notes` are printed once the fit
+// ran.
+std::string resolve_launch(const CalibrateArgs& a, const std::vector<CalibrationInput>& inputs,
+                           int base_ranks, CalibrateOptions& options,
+                           std::vector<std::string>& notes) {
+  std::string first_file;
+  std::optional<LaunchOf> first;
+  for (const CalibrationInput& in : inputs) {
+    const std::optional<LaunchOf> l = extra_launch(in.report);
+    if (!l) continue;
+    if (!a.launch.empty()) {
+      if (l->devices != options.launch_devices)
+        notes.push_back("collkit: warning: " + in.file + " was launched as " + l->described() +
+                        "; fitted as --launch " + a.launch + ", as given");
+    } else if (!first) {
+      first = l;
+      first_file = in.file;
+    } else if (first->devices != l->devices) {
+      throw UsageError(first_file + " was launched as " + first->described() + ", " + in.file +
+                       " as " + l->described() + ": calibrate them apart, or give --launch");
     }
   }
-  if (a.launch.empty() && options.launch_devices > base->num_ranks())
-    throw UsageError(first_launch_file + ": launched on " + std::to_string(options.launch_devices) +
+  if (!a.launch.empty()) return a.launch;
+  options.launch_devices = first ? first->devices : 1;
+  if (first && first->devices > 1)
+    notes.push_back("collkit: note: calls simulated as " + first->described() + ", as " +
+                    first_file +
+                    " was launched; --launch proc fits them as one process per device");
+  if (options.launch_devices > base_ranks)
+    throw UsageError(first_file + ": launched on " + std::to_string(options.launch_devices) +
                      " devices per thread, but --topology " + a.topology + " has " +
-                     std::to_string(base->num_ranks()) + " ranks");
+                     std::to_string(base_ranks) + " ranks");
+  return first ? first->flag() : "proc";
+}
 
-  CalibrationResult result;
-  {
-    // The fit reports nothing while it works (a cache-size search, several
-    // starts, each of many simulations): the elapsed time, on a timer.
-    Progress progress(
-        "calibrate " + base->name + " to " + std::to_string(inputs.size()) + " report(s)", 0,
-        {a.quiet});
-    progress.start_ticker();
-    // Each step of the fit names its pass, start, iteration and rms error.
-    options.progress = [&progress](const std::string& line) { progress.update(0, line); };
-    result = calibrate(inputs, *base, options);
-    options.progress = nullptr;
-  }
-  for (const std::string& line : launch_notes) std::fprintf(stderr, "%s\n", line.c_str());
-
+// The fitted file's description: what it was fitted to, how, and how well.
+std::string fitted_description(const CalibrateArgs& a, const CalibrateOptions& options,
+                               const std::vector<CalibrationInput>& inputs,
+                               const CalibrationResult& result, const std::string& launch,
+                               const std::string& base_sha) {
   std::string description = "Fitted by collkit calibrate (" +
                             std::string(to_string(options.model)) + " model) to " +
                             std::to_string(result.points.size()) + " points (" +
@@ -210,9 +190,73 @@ void run_calibrate(const CalibrateArgs& a) {
     std::snprintf(loss, sizeof loss, "; Huber loss, threshold %g", options.huber);
     description += loss;
   }
-  description += "; base " + a.topology + " (sha256 " + base_sha + ")" + summary + ".";
-  const std::string text = fitted_topology_text(base_text, a.topology, *base, result, description);
+  return description + "; base " + a.topology + " (sha256 " + base_sha + ")" + summary + ".";
+}
 
+// Which NCCL's choice stood for each report's rows of NCCL's own choice.
+void print_nccl_versions(const std::vector<CalibrationInput>& inputs,
+                         const CalibrateOptions& options, const Topology& base) {
+  for (const CalibrationInput& in : inputs) {
+    if (!options.match.empty() && !is_nccl_algorithm(options.match)) break;
+    bool nccl_rows = false;
+    for (const ResultRow& row : in.report.results) nccl_rows = nccl_rows || row.algorithm == "nccl";
+    if (!nccl_rows) continue;
+    if (is_amd(base.nccl.gpu)) {  // RCCL's own model chose (docs/NCCL.md, "RCCL")
+      std::printf("# %s: RCCL %s's cost model for gfx942 (no NCCL version applies)\n",
+                  in.file.c_str(), std::string(rccl_gfx942().version).c_str());
+      continue;
+    }
+    std::string from;
+    const NcclVersion v = calibration_nccl_version(in, options, base, &from);
+    const std::optional<NcclVersion> logged = extra_nccl_version(in.report);
+    std::string why = from;
+    if (from != "the log" && logged)
+      why += "; the log's NCCL " + to_string(*logged) + " is outside the versions collkit models";
+    std::printf("# %s: NCCL %s from %s\n", in.file.c_str(), to_string(v).c_str(), why.c_str());
+  }
+}
+
+void run_calibrate(const CalibrateArgs& a) {
+  CalibrateOptions options = calibrate_options(a);
+  const ReadOptions read = read_options(a.collective, a.ranks);
+  if (a.topology.rfind("astra:", 0) == 0)
+    throw UsageError("--topology " + a.topology +
+                     ": the fitted file is written in the base's JSON form; give a JSON topology");
+  std::vector<PathArg> input_paths = {{"--topology", a.topology}};
+  std::vector<MeasuredArg> measured;
+  for (const std::string& arg : a.measured) {
+    measured.push_back(split_measured(arg));
+    input_paths.push_back({"measured", measured.back().path});
+  }
+  prepare_outputs({{"-o", a.output}}, input_paths);
+
+  const std::string base_text = read_bytes(a.topology, "topology file");
+  const std::unique_ptr<Topology> base = parse_topology(base_text, a.topology, a.ranks);
+  const std::string base_sha = sha256_hex(base_text);
+  check_ranks_fit(base->num_ranks(), "--topology " + a.topology);
+  if (!a.launch.empty()) check_launch_fits(a.launch, options.launch_devices, base->num_ranks());
+  const std::vector<CalibrationInput> inputs = read_measured(measured, base_text, a.topology, read);
+  std::vector<std::string> launch_notes;
+  const std::string launch = resolve_launch(a, inputs, base->num_ranks(), options, launch_notes);
+
+  CalibrationResult result;
+  {
+    // The fit reports nothing while it works (a cache-size search, several
+    // starts, each of many simulations): the elapsed time, on a timer.
+    Progress progress(
+        "calibrate " + base->name + " to " + std::to_string(inputs.size()) + " report(s)", 0,
+        {a.quiet});
+    progress.start_ticker();
+    // Each step of the fit names its pass, start, iteration and rms error.
+    options.progress = [&progress](const std::string& line) { progress.update(0, line); };
+    result = calibrate(inputs, *base, options);
+    options.progress = nullptr;
+  }
+  for (const std::string& line : launch_notes) std::fprintf(stderr, "%s\n", line.c_str());
+
+  const std::string text =
+      fitted_topology_text(base_text, a.topology, *base, result,
+                           fitted_description(a, options, inputs, result, launch, base_sha));
   for (const std::string& row : result.failed_check)
     std::fprintf(stderr, "collkit: warning: %s: left out of the fit: its check failed (#wrong)\n",
                  row.c_str());
@@ -224,25 +268,7 @@ void run_calibrate(const CalibrateArgs& a) {
   std::printf("# collkit calibrate: base %s (sha256 %s...), %zu report(s), model %s\n",
               a.topology.c_str(), short_hash(base_sha).c_str(), inputs.size(),
               std::string(to_string(options.model)).c_str());
-  // Which NCCL's choice stood for each report's rows of NCCL's own choice.
-  for (const CalibrationInput& in : inputs) {
-    if (!options.match.empty() && !is_nccl_algorithm(options.match)) break;
-    bool nccl_rows = false;
-    for (const ResultRow& row : in.report.results) nccl_rows = nccl_rows || row.algorithm == "nccl";
-    if (!nccl_rows) continue;
-    if (is_amd(base->nccl.gpu)) {  // RCCL's own model chose (docs/NCCL.md, "RCCL")
-      std::printf("# %s: RCCL %s's cost model for gfx942 (no NCCL version applies)\n",
-                  in.file.c_str(), std::string(rccl_gfx942().version).c_str());
-      continue;
-    }
-    std::string from;
-    const NcclVersion v = calibration_nccl_version(in, options, *base, &from);
-    const std::optional<NcclVersion> logged = extra_nccl_version(in.report);
-    std::string why = from;
-    if (from != "the log" && logged)
-      why += "; the log's NCCL " + to_string(*logged) + " is outside the versions collkit models";
-    std::printf("# %s: NCCL %s from %s\n", in.file.c_str(), to_string(v).c_str(), why.c_str());
-  }
+  print_nccl_versions(inputs, options, *base);
   std::fputs(format_calibration(result).c_str(), stdout);
   std::fflush(stdout);
   if (!problems.empty() && !a.accept)
