@@ -188,19 +188,10 @@ Algo read_algo(const std::string& path) {
   return parse_algo(read_input_file(path, "MSCCL XML file"), path);
 }
 
-Algo parse_algo(std::string_view text, const std::string& file) {
-  tinyxml2::XMLDocument doc;
-  if (doc.Parse(text.data(), text.size()) != tinyxml2::XML_SUCCESS) {
-    const char* err = doc.ErrorStr();
-    throw FileError(file + ":" + std::to_string(doc.ErrorLineNum()) +
-                    ": not well-formed XML: " + std::string(err ? err : "parse error"));
-  }
-  const tinyxml2::XMLElement* root = doc.FirstChildElement("algo");
-  if (root == nullptr) throw FileError(file + ": no <algo> element at the top level");
+namespace {
 
-  Algo a;
-  a.file = file;
-  a.line = root->GetLineNum();
+// The <algo> element's attributes: sizes, protocol, collective, buffers.
+void read_algo_header(const tinyxml2::XMLElement* root, Algo& a) {
   const Attrs at(root, where(a, a.line, "<algo>"));
   a.name = root->Attribute("name") ? root->Attribute("name") : "";
   a.ngpus = at.integer("ngpus", 1, 1 << 16);
@@ -236,7 +227,125 @@ Algo parse_algo(std::string_view text, const std::string& file) {
     at.fail("inplace",
             "the file allows neither in-place (inplace=\"1\") nor out-of-place "
             "(outofplace=\"1\") calls");
+}
 
+// Step `index` of thread block `tb` of gpu `g`: its type, operands and
+// dependency, checked against the thread block and the gpu's buffers.
+XmlStep read_step(const tinyxml2::XMLElement* se, int index, const Algo& a, const XmlGpu& g,
+                  const XmlTb& tb) {
+  XmlStep st;
+  st.line = se->GetLineNum();
+  const Attrs sa(se,
+                 where(a, st.line,
+                       "<step> " + std::to_string(index) + " of " + element_str("tb", "id", tb.id) +
+                           " of " + element_str("gpu", "id", g.id)));
+  st.s = sa.integer("s", 0, kMaxSteps - 1);
+  if (st.s != index)
+    sa.fail("s", "\"" + std::to_string(st.s) + "\" but this is step " + std::to_string(index) +
+                     " of its thread block (the runtime numbers steps by position)");
+  const std::string type = sa.str("type");
+  bool known = false;
+  for (const auto& [name, t2] : kTypes)
+    if (name == type) {
+      st.type = t2;
+      known = true;
+    }
+  if (!known)
+    sa.fail("type", "\"" + type + "\" is not a step type (s r rcs rrs rrc rrcs cpy re nop)");
+  st.srcbuf = parse_buf(sa, "srcbuf");
+  st.srcoff = sa.integer("srcoff", -1, kMaxChunkOffset);
+  st.dstbuf = parse_buf(sa, "dstbuf");
+  st.dstoff = sa.integer("dstoff", -1, kMaxChunkOffset);
+  st.cnt = sa.integer("cnt", 0, kMaxCount - 1);
+  st.depid = sa.integer("depid", -1, kMaxThreadBlocks - 1);
+  st.deps = sa.integer("deps", -1, 1 << 15);
+  st.hasdep = sa.flag("hasdep");
+  if (st.depid >= 0) {
+    if (st.depid >= static_cast<int>(g.tbs.size()))
+      sa.fail("depid", "thread block " + std::to_string(st.depid) + " does not exist on " +
+                           element_str("gpu", "id", g.id));
+    if (st.depid > kMaxDependentTb)
+      sa.fail("depid", std::to_string(st.depid) +
+                           " is past 127, the largest thread block a step can depend on "
+                           "(the runtime stores it in an int8_t)");
+    if (st.deps < 0) sa.fail("deps", "must be >= 0 when depid names a thread block");
+  }
+  if (has_send(st.type) && tb.send < 0)
+    sa.fail("type", "\"" + type + "\" sends, but its thread block has send=\"-1\"");
+  if (has_recv(st.type) && tb.recv < 0)
+    sa.fail("type", "\"" + type + "\" receives, but its thread block has recv=\"-1\"");
+  const bool src = st.type == StepType::s || st.type == StepType::rrs || st.type == StepType::rrc ||
+                   st.type == StepType::rrcs || st.type == StepType::cpy || st.type == StepType::re;
+  const bool dst = st.type == StepType::r || st.type == StepType::rcs || st.type == StepType::rrc ||
+                   st.type == StepType::rrcs || st.type == StepType::cpy || st.type == StepType::re;
+  if (src) check_operand(sa, g, "srcoff", st.srcbuf, st.srcoff, st.cnt, 0);
+  if (dst) check_operand(sa, g, "dstoff", st.dstbuf, st.dstoff, st.cnt, 0);
+  return st;
+}
+
+// A <gpu> element: its buffers and its thread blocks (ids 0..n-1 without
+// gaps), each with its peers, channel and steps.
+void read_gpu(const tinyxml2::XMLElement* ge, const Algo& a, int id, XmlGpu& g) {
+  g.id = id;
+  g.line = ge->GetLineNum();
+  const std::string gw = where(a, g.line, element_str("gpu", "id", id));
+  const Attrs ga(ge, gw);
+  g.i_chunks = ga.integer("i_chunks", 0, kMaxChunkOffset + 1);
+  g.o_chunks = ga.integer("o_chunks", 0, kMaxChunkOffset + 1);
+  g.s_chunks = ga.integer("s_chunks", 0, kMaxChunkOffset + 1);
+
+  std::vector<const tinyxml2::XMLElement*> tb_elems;
+  for (const tinyxml2::XMLElement* te = ge->FirstChildElement("tb"); te != nullptr;
+       te = te->NextSiblingElement("tb")) {
+    const Attrs tat(te, where(a, te->GetLineNum(), "<tb> of " + element_str("gpu", "id", id)));
+    const int tid = tat.integer("id", 0, kMaxThreadBlocks - 1);
+    if (static_cast<std::size_t>(tid) >= tb_elems.size()) tb_elems.resize(tid + 1, nullptr);
+    if (tb_elems[static_cast<std::size_t>(tid)] != nullptr)
+      tat.fail("id", "thread block " + std::to_string(tid) + " appears twice");
+    tb_elems[static_cast<std::size_t>(tid)] = te;
+  }
+  for (std::size_t t = 0; t < tb_elems.size(); ++t)
+    if (tb_elems[t] == nullptr)
+      throw FileError(gw + ": thread block " + std::to_string(t) +
+                      " is missing (thread block ids must be 0.." +
+                      std::to_string(tb_elems.size() - 1) + " without gaps)");
+  g.tbs.resize(tb_elems.size());
+  for (std::size_t t = 0; t < tb_elems.size(); ++t) {
+    const tinyxml2::XMLElement* te = tb_elems[t];
+    XmlTb& tb = g.tbs[t];
+    tb.id = static_cast<int>(t);
+    tb.line = te->GetLineNum();
+    const std::string tw =
+        where(a, tb.line, element_str("tb", "id", tb.id) + " of " + element_str("gpu", "id", id));
+    const Attrs ta(te, tw);
+    tb.send = ta.integer("send", -1, a.ngpus - 1);
+    tb.recv = ta.integer("recv", -1, a.ngpus - 1);
+    if (tb.send == id) ta.fail("send", "a thread block cannot send to its own gpu");
+    if (tb.recv == id) ta.fail("recv", "a thread block cannot receive from its own gpu");
+    tb.chan = ta.integer("chan", 0, a.nchannels - 1);
+    int index = 0;
+    for (const tinyxml2::XMLElement* se = te->FirstChildElement("step"); se != nullptr;
+         se = se->NextSiblingElement("step"), ++index)
+      tb.steps.push_back(read_step(se, index, a, g, tb));
+  }
+}
+
+}  // namespace
+
+Algo parse_algo(std::string_view text, const std::string& file) {
+  tinyxml2::XMLDocument doc;
+  if (doc.Parse(text.data(), text.size()) != tinyxml2::XML_SUCCESS) {
+    const char* err = doc.ErrorStr();
+    throw FileError(file + ":" + std::to_string(doc.ErrorLineNum()) +
+                    ": not well-formed XML: " + std::string(err ? err : "parse error"));
+  }
+  const tinyxml2::XMLElement* root = doc.FirstChildElement("algo");
+  if (root == nullptr) throw FileError(file + ": no <algo> element at the top level");
+
+  Algo a;
+  a.file = file;
+  a.line = root->GetLineNum();
+  read_algo_header(root, a);
   a.gpus.resize(static_cast<std::size_t>(a.ngpus));
   std::vector<char> seen(static_cast<std::size_t>(a.ngpus), 0);
   for (const tinyxml2::XMLElement* ge = root->FirstChildElement("gpu"); ge != nullptr;
@@ -246,100 +355,7 @@ Algo parse_algo(std::string_view text, const std::string& file) {
     if (seen[static_cast<std::size_t>(id)])
       gat.fail("id", "gpu " + std::to_string(id) + " appears twice");
     seen[static_cast<std::size_t>(id)] = 1;
-    XmlGpu& g = a.gpus[static_cast<std::size_t>(id)];
-    g.id = id;
-    g.line = ge->GetLineNum();
-    const std::string gw = where(a, g.line, element_str("gpu", "id", id));
-    const Attrs ga(ge, gw);
-    g.i_chunks = ga.integer("i_chunks", 0, kMaxChunkOffset + 1);
-    g.o_chunks = ga.integer("o_chunks", 0, kMaxChunkOffset + 1);
-    g.s_chunks = ga.integer("s_chunks", 0, kMaxChunkOffset + 1);
-
-    std::vector<const tinyxml2::XMLElement*> tb_elems;
-    for (const tinyxml2::XMLElement* te = ge->FirstChildElement("tb"); te != nullptr;
-         te = te->NextSiblingElement("tb")) {
-      const Attrs tat(te, where(a, te->GetLineNum(), "<tb> of " + element_str("gpu", "id", id)));
-      const int tid = tat.integer("id", 0, kMaxThreadBlocks - 1);
-      if (static_cast<std::size_t>(tid) >= tb_elems.size()) tb_elems.resize(tid + 1, nullptr);
-      if (tb_elems[static_cast<std::size_t>(tid)] != nullptr)
-        tat.fail("id", "thread block " + std::to_string(tid) + " appears twice");
-      tb_elems[static_cast<std::size_t>(tid)] = te;
-    }
-    for (std::size_t t = 0; t < tb_elems.size(); ++t)
-      if (tb_elems[t] == nullptr)
-        throw FileError(gw + ": thread block " + std::to_string(t) +
-                        " is missing (thread block ids must be 0.." +
-                        std::to_string(tb_elems.size() - 1) + " without gaps)");
-    g.tbs.resize(tb_elems.size());
-    for (std::size_t t = 0; t < tb_elems.size(); ++t) {
-      const tinyxml2::XMLElement* te = tb_elems[t];
-      XmlTb& tb = g.tbs[t];
-      tb.id = static_cast<int>(t);
-      tb.line = te->GetLineNum();
-      const std::string tw =
-          where(a, tb.line, element_str("tb", "id", tb.id) + " of " + element_str("gpu", "id", id));
-      const Attrs ta(te, tw);
-      tb.send = ta.integer("send", -1, a.ngpus - 1);
-      tb.recv = ta.integer("recv", -1, a.ngpus - 1);
-      if (tb.send == id) ta.fail("send", "a thread block cannot send to its own gpu");
-      if (tb.recv == id) ta.fail("recv", "a thread block cannot receive from its own gpu");
-      tb.chan = ta.integer("chan", 0, a.nchannels - 1);
-      int index = 0;
-      for (const tinyxml2::XMLElement* se = te->FirstChildElement("step"); se != nullptr;
-           se = se->NextSiblingElement("step"), ++index) {
-        XmlStep st;
-        st.line = se->GetLineNum();
-        const Attrs sa(
-            se, where(a, st.line,
-                      "<step> " + std::to_string(index) + " of " + element_str("tb", "id", tb.id) +
-                          " of " + element_str("gpu", "id", id)));
-        st.s = sa.integer("s", 0, kMaxSteps - 1);
-        if (st.s != index)
-          sa.fail("s", "\"" + std::to_string(st.s) + "\" but this is step " +
-                           std::to_string(index) +
-                           " of its thread block (the runtime numbers steps by position)");
-        const std::string type = sa.str("type");
-        bool known = false;
-        for (const auto& [name, t2] : kTypes)
-          if (name == type) {
-            st.type = t2;
-            known = true;
-          }
-        if (!known)
-          sa.fail("type", "\"" + type + "\" is not a step type (s r rcs rrs rrc rrcs cpy re nop)");
-        st.srcbuf = parse_buf(sa, "srcbuf");
-        st.srcoff = sa.integer("srcoff", -1, kMaxChunkOffset);
-        st.dstbuf = parse_buf(sa, "dstbuf");
-        st.dstoff = sa.integer("dstoff", -1, kMaxChunkOffset);
-        st.cnt = sa.integer("cnt", 0, kMaxCount - 1);
-        st.depid = sa.integer("depid", -1, kMaxThreadBlocks - 1);
-        st.deps = sa.integer("deps", -1, 1 << 15);
-        st.hasdep = sa.flag("hasdep");
-        if (st.depid >= 0) {
-          if (st.depid >= static_cast<int>(g.tbs.size()))
-            sa.fail("depid", "thread block " + std::to_string(st.depid) + " does not exist on " +
-                                 element_str("gpu", "id", id));
-          if (st.depid > kMaxDependentTb)
-            sa.fail("depid", std::to_string(st.depid) +
-                                 " is past 127, the largest thread block a step can depend on "
-                                 "(the runtime stores it in an int8_t)");
-          if (st.deps < 0) sa.fail("deps", "must be >= 0 when depid names a thread block");
-        }
-        if (has_send(st.type) && tb.send < 0)
-          sa.fail("type", "\"" + type + "\" sends, but its thread block has send=\"-1\"");
-        if (has_recv(st.type) && tb.recv < 0)
-          sa.fail("type", "\"" + type + "\" receives, but its thread block has recv=\"-1\"");
-        const bool src = st.type == StepType::s || st.type == StepType::rrs ||
-                         st.type == StepType::rrc || st.type == StepType::rrcs ||
-                         st.type == StepType::cpy || st.type == StepType::re;
-        const bool dst = st.type == StepType::r || st.type == StepType::rcs ||
-                         st.type == StepType::rrc || st.type == StepType::rrcs ||
-                         st.type == StepType::cpy || st.type == StepType::re;
-        if (src) check_operand(sa, g, "srcoff", st.srcbuf, st.srcoff, st.cnt, 0);
-        if (dst) check_operand(sa, g, "dstoff", st.dstbuf, st.dstoff, st.cnt, 0);
-        tb.steps.push_back(st);
-      }
-    }
+    read_gpu(ge, a, id, a.gpus[static_cast<std::size_t>(id)]);
   }
   for (int id = 0; id < a.ngpus; ++id)
     if (!seen[static_cast<std::size_t>(id)])
