@@ -164,14 +164,15 @@ double value_of(const ChartPoint& p, ChartKind kind) {
   return kind == ChartKind::time ? p.time_us : p.busbw_gbps;
 }
 
-std::string render_svg(const ChartGroup& g, ChartKind kind) {
+// The chart's frame: its height for the legend, the plotted sizes' log2
+// span, the y range (busbw from 0, or time in decades).
+Frame chart_frame(const ChartGroup& g, ChartKind kind, std::vector<std::int64_t>& plotted) {
   Frame f;
   const bool time = kind == ChartKind::time;
   f.log_y = time;
   f.bands = time ? 0 : static_cast<int>(g.bands.size());
   // A long legend makes the chart taller rather than running off the bottom.
   f.height = std::max(f.height, f.top + 28 + 18.0 * static_cast<double>(g.series.size()));
-  std::vector<std::int64_t> plotted;
   double ymax = 0;
   for (std::int64_t b : g.sizes)
     if (b > 0) plotted.push_back(b);
@@ -189,20 +190,16 @@ std::string render_svg(const ChartGroup& g, ChartKind kind) {
     f.ylo = std::floor(std::log10(tmin));
     f.yhi = std::max(f.ylo + 1, std::ceil(std::log10(tmax)));
   }
-  const std::string what = time ? "time against message size" : "busbw against message size";
   if (!plotted.empty()) {
     f.lo = std::floor(std::log2(static_cast<double>(plotted.front())));
     f.hi = std::ceil(std::log2(static_cast<double>(plotted.back())));
   }
-  std::string o;
-  o += "<svg class=\"chart\" viewBox=\"0 0 " + fixed(f.width, 0) + " " + fixed(f.height, 0) +
-       "\" width=\"" + fixed(f.width, 0) + "\" height=\"" + fixed(f.height, 0) +
-       "\" role=\"img\" aria-label=\"" + html_escape(what + ": " + group_title(g)) + "\">\n";
-  o += "<title>" +
-       html_escape((time ? "time (us, log scale)" : "busbw (GB/s)") +
-                   std::string(" against message size: ") + group_title(g)) +
-       "</title>\n";
-  // Axes and grid.
+  return f;
+}
+
+// The grid, ticks, axes and their labels.
+void draw_axes(const Frame& f, ChartKind kind, bool any_plotted, std::string& o) {
+  const bool time = kind == ChartKind::time;
   const double pb = f.plot_bottom();
   o += "<g class=\"grid\">\n";
   const int yticks = time ? static_cast<int>(f.yhi - f.ylo) : 5;
@@ -216,7 +213,7 @@ std::string render_svg(const ChartGroup& g, ChartKind kind) {
     o += "<text class=\"ytick\" x=\"" + fixed(f.left - 6, 1) + "\" y=\"" + fixed(y + 4, 1) +
          "\" text-anchor=\"end\">" + label + "</text>\n";
   }
-  if (!plotted.empty()) {
+  if (any_plotted) {
     // At most ~12 labelled powers of two so labels never overlap.
     const int span = static_cast<int>(f.hi - f.lo);
     const int step = std::max(1, (span + 11) / 12);
@@ -240,14 +237,19 @@ std::string render_svg(const ChartGroup& g, ChartKind kind) {
   o += "<text class=\"axis-label\" transform=\"translate(16 " + fixed(f.top + f.plot_h() / 2, 1) +
        ") rotate(-90)\" text-anchor=\"middle\">" +
        (time ? "time (us, log10 scale)" : "busbw (GB/s)") + "</text>\n";
-  if (plotted.empty())
+  if (!any_plotted)
     o += "<text x=\"" + fixed(f.left + f.plot_w() / 2, 1) + "\" y=\"" +
          fixed(f.top + f.plot_h() / 2, 1) +
          "\" text-anchor=\"middle\">no sizes above 0 bytes to plot; see the table</text>\n";
+}
 
-  // Lines and points. Series drawn earlier are wider and have larger
-  // points, so a series that coincides with a later one (rabenseifner and
-  // rabenseifner:blocks) still shows around it.
+// Every series: its line and a marker per point (a red cross where the
+// check failed).
+void draw_series(const ChartGroup& g, const Frame& f, ChartKind kind, std::string& o) {
+  const bool time = kind == ChartKind::time;
+  // Series drawn earlier are wider and have larger points, so a series
+  // that coincides with a later one (rabenseifner and rabenseifner:blocks)
+  // still shows around it.
   const std::size_t n_series = g.series.size();
   for (std::size_t si = 0; si < n_series; ++si) {
     const ChartSeries& s = g.series[si];
@@ -298,10 +300,14 @@ std::string render_svg(const ChartGroup& g, ChartKind kind) {
     }
     o += "</g>\n";
   }
+}
 
-  // Best-algorithm bands under the x axis: each cell spans half-way to its
-  // neighbours, so a change of colour marks the crossover.
-  for (std::size_t b = 0; !time && b < g.bands.size(); ++b) {
+// Best-algorithm bands under the x axis (busbw charts).
+void draw_bands(const ChartGroup& g, const Frame& f, std::string& o) {
+  const double pb = f.plot_bottom();
+  // Each cell spans half-way to its neighbours, so a change of colour
+  // marks the crossover.
+  for (std::size_t b = 0; b < g.bands.size(); ++b) {
     const auto& [mode, cells] = g.bands[b];
     const double y = pb + 28 + static_cast<double>(b) * (f.band_h + 4);
     // Labelled right of the plot, where the legend column leaves room.
@@ -327,9 +333,11 @@ std::string render_svg(const ChartGroup& g, ChartKind kind) {
     }
     o += "</g>\n";
   }
+}
 
-  // Legend: colour (and past twenty, shape) per algorithm, dash per mode,
-  // the series' marker on its line.
+// The legend: colour (and past twenty, shape) per algorithm, dash per
+// mode, the series' marker on its line.
+void draw_legend(const ChartGroup& g, const Frame& f, std::string& o) {
   const double lx = f.width - f.right + 16;
   o += "<g class=\"legend\">\n";
   for (std::size_t i = 0; i < g.series.size(); ++i) {
@@ -345,6 +353,25 @@ std::string render_svg(const ChartGroup& g, ChartKind kind) {
     o += "<text x=\"" + fixed(lx + 30, 1) + "\" y=\"" + fixed(y + 4, 1) + "\">" +
          html_escape(s.label) + "</text>\n";
   }
+}
+
+std::string render_svg(const ChartGroup& g, ChartKind kind) {
+  const bool time = kind == ChartKind::time;
+  std::vector<std::int64_t> plotted;
+  const Frame f = chart_frame(g, kind, plotted);
+  const std::string what = time ? "time against message size" : "busbw against message size";
+  std::string o;
+  o += "<svg class=\"chart\" viewBox=\"0 0 " + fixed(f.width, 0) + " " + fixed(f.height, 0) +
+       "\" width=\"" + fixed(f.width, 0) + "\" height=\"" + fixed(f.height, 0) +
+       "\" role=\"img\" aria-label=\"" + html_escape(what + ": " + group_title(g)) + "\">\n";
+  o += "<title>" +
+       html_escape((time ? "time (us, log scale)" : "busbw (GB/s)") +
+                   std::string(" against message size: ") + group_title(g)) +
+       "</title>\n";
+  draw_axes(f, kind, !plotted.empty(), o);
+  draw_series(g, f, kind, o);
+  if (!time) draw_bands(g, f, o);
+  draw_legend(g, f, o);
   o += "</g>\n</svg>\n";
   return o;
 }
