@@ -343,125 +343,103 @@ void grow(const Reader& rd, std::int64_t& total, std::int64_t size, const std::s
   if (total > kMaxRanks) rd.fail(path, "more than 2^30 ranks in total");
 }
 
-std::unique_ptr<Topology> generator(const Reader& rd, const json& gen, EndpointProps ep) {
+// ring, fully_connected, switch: one dimension of `ranks`.
+std::unique_ptr<Topology> one_dim_generator(const Reader& rd, const json& gen,
+                                            const std::string& kind, EndpointProps ep) {
   const std::string p = "generator";
-  rd.object(gen, p);
-  std::string kind = rd.string(gen, p, "kind");
-  if (std::find(kGeneratorKinds.begin(), kGeneratorKinds.end(), kind) == kGeneratorKinds.end()) {
-    rd.fail(field(p, "kind"),
-            "unknown generator kind \"" + kind + "\"; valid kinds: " + join_list(kGeneratorKinds));
-  }
-  if (kind == "ring" || kind == "fully_connected" || kind == "switch") {
-    if (kind == "switch")
-      rd.keys(gen, p,
-              {"kind", "ranks", "bandwidth_gbps", "latency_us", "protocol_latency_us",
-               "line_rate_gbps", "in_network"});
-    else
-      rd.keys(gen, p,
-              {"kind", "ranks", "bandwidth_gbps", "latency_us", "protocol_latency_us",
-               "line_rate_gbps"});
-    Dim d{dim_kind(kind), static_cast<int>(rd.integer(gen, p, "ranks", 1, kMaxRanks)),
-          rd.link(gen, p)};
-    if (kind == "switch") d.in_network_bw = rd.in_network(gen, p);
-    return product({d}, ep);
-  }
-  if (kind == "torus") {
+  if (kind == "switch")
     rd.keys(gen, p,
-            {"kind", "shape", "routing", "bandwidth_gbps", "latency_us", "protocol_latency_us",
-             "line_rate_gbps"});
-    const json* shape = rd.find(gen, "shape");
-    if (!shape) rd.fail(field(p, "shape"), "missing (sizes of the dimensions, e.g. [4, 4])");
-    rd.array(*shape, field(p, "shape"));
-    if (shape->empty()) rd.fail(field(p, "shape"), "needs at least one dimension");
-    LinkProps link = rd.link(gen, p);
-    std::vector<Dim> dims;
-    std::int64_t total = 1;
-    for (std::size_t i = 0; i < shape->size(); ++i) {
-      std::string ip = at(field(p, "shape"), i);
-      std::int64_t s = rd.integer_value((*shape)[i], ip, 1, kMaxRanks);
-      grow(rd, total, s, ip);
-      dims.push_back({DimKind::kRing, static_cast<int>(s), link});
-    }
-    std::string routing =
-        rd.choice(gen, p, "routing", {"dimension_order", "shortest"}, "dimension_order");
-    if (routing == "shortest") {
-      double links = 0;
-      for (const Dim& d : dims)
-        links += static_cast<double>(total) / d.size * group_links(d.kind, d.size);
-      check_graph_size(rd, field(p, "shape"), static_cast<double>(total), links);
-      return build_product_graph(dims, ep);
-    }
-    return product(dims, ep);
-  }
-  if (kind == "hypercube") {
-    rd.keys(gen, p,
-            {"kind", "dimension", "ranks", "bandwidth_gbps", "latency_us", "protocol_latency_us",
-             "line_rate_gbps"});
-    const json* dim = rd.find(gen, "dimension");
-    const json* ranks = rd.find(gen, "ranks");
-    if (!dim && !ranks) rd.fail(field(p, "dimension"), "missing (give dimension or ranks)");
-    std::int64_t d = dim ? rd.integer(gen, p, "dimension", 0, 30) : 0;
-    if (ranks) {
-      std::int64_t r = rd.integer(gen, p, "ranks", 1, kMaxRanks);
-      if ((r & (r - 1)) != 0) {
-        rd.fail(field(p, "ranks"), "a hypercube needs a power of two, got " + show(*ranks));
-      }
-      std::int64_t log = 0;
-      while ((std::int64_t{1} << log) < r) ++log;
-      if (dim && log != d) {
-        rd.fail(field(p, "ranks"), "disagrees with dimension " + std::to_string(d) + " (2^" +
-                                       std::to_string(d) + " ranks), got " + show(*ranks));
-      }
-      d = log;
-    }
-    // A hypercube is the product of d two-rank dimensions.
-    return product(std::vector<Dim>(d, Dim{DimKind::kFullyConnected, 2, rd.link(gen, p)}), ep);
-  }
-  if (kind == "fat_tree") {
-    rd.keys(gen, p,
-            {"kind", "k", "oversubscription", "bandwidth_gbps", "latency_us", "protocol_latency_us",
-             "line_rate_gbps"});
-    std::int64_t k = rd.integer(gen, p, "k", 2, kMaxFatTreeK);
-    if (k % 2 != 0) rd.fail(field(p, "k"), "must be even, got " + show(gen.at("k")));
-    double os = rd.number(gen, p, "oversubscription", 1.0, "");
-    if (!(os >= 1)) {
-      rd.fail(field(p, "oversubscription"),
-              "must be >= 1 (2 = edge uplinks at half bandwidth), got " +
-                  show(gen.at("oversubscription")));
-    }
-    return build_fat_tree(static_cast<int>(k), os, rd.link(gen, p), ep);
-  }
-  // hierarchical
+            {"kind", "ranks", "bandwidth_gbps", "latency_us", "protocol_latency_us",
+             "line_rate_gbps", "in_network"});
+  else
+    rd.keys(
+        gen, p,
+        {"kind", "ranks", "bandwidth_gbps", "latency_us", "protocol_latency_us", "line_rate_gbps"});
+  Dim d{dim_kind(kind), static_cast<int>(rd.integer(gen, p, "ranks", 1, kMaxRanks)),
+        rd.link(gen, p)};
+  if (kind == "switch") d.in_network_bw = rd.in_network(gen, p);
+  return product({d}, ep);
+}
+
+// torus: rings of the shape's sizes, dimension-order or shortest routes.
+std::unique_ptr<Topology> torus_generator(const Reader& rd, const json& gen, EndpointProps ep) {
+  const std::string p = "generator";
   rd.keys(gen, p,
-          {"kind", "nodes", "devices_per_node", "intra", "nics_per_node", "nic_bandwidth_gbps",
-           "nic_line_rate_gbps", "nic_latency_us", "inter", "rail_optimized"});
-  HierarchicalSpec spec;
-  spec.endpoint = ep;
-  spec.nodes = static_cast<int>(rd.integer(gen, p, "nodes", 1, kMaxRanks));
-  spec.devices_per_node = static_cast<int>(rd.integer(gen, p, "devices_per_node", 1, kMaxRanks));
-  std::int64_t total = spec.nodes;
-  grow(rd, total, spec.devices_per_node, field(p, "devices_per_node"));
-  // The fabrics are validated whenever given, and required where used.
-  const json* intra = rd.find(gen, "intra");
-  if (!intra && spec.devices_per_node > 1) {
-    rd.fail(field(p, "intra"),
-            "missing (the fabric inside a node: {kind, bandwidth_gbps, latency_us})");
+          {"kind", "shape", "routing", "bandwidth_gbps", "latency_us", "protocol_latency_us",
+           "line_rate_gbps"});
+  const json* shape = rd.find(gen, "shape");
+  if (!shape) rd.fail(field(p, "shape"), "missing (sizes of the dimensions, e.g. [4, 4])");
+  rd.array(*shape, field(p, "shape"));
+  if (shape->empty()) rd.fail(field(p, "shape"), "needs at least one dimension");
+  LinkProps link = rd.link(gen, p);
+  std::vector<Dim> dims;
+  std::int64_t total = 1;
+  for (std::size_t i = 0; i < shape->size(); ++i) {
+    std::string ip = at(field(p, "shape"), i);
+    std::int64_t s = rd.integer_value((*shape)[i], ip, 1, kMaxRanks);
+    grow(rd, total, s, ip);
+    dims.push_back({DimKind::kRing, static_cast<int>(s), link});
   }
-  if (intra) {
-    const std::string ip = field(p, "intra");
-    rd.object(*intra, ip);
-    rd.keys(*intra, ip,
-            {"kind", "bandwidth_gbps", "latency_us", "protocol_latency_us", "line_rate_gbps",
-             "in_network"});
-    spec.intra_kind = dim_kind(rd.choice(*intra, ip, "kind", kDimKinds, "switch"));
-    spec.intra = rd.link(*intra, ip);
-    spec.intra_in_network = rd.in_network(*intra, ip);
-    if (spec.intra_in_network > 0 && spec.intra_kind != DimKind::kSwitch)
-      rd.fail(field(ip, "in_network"), "only for kind switch (a switch multicasts and reduces)");
+  std::string routing =
+      rd.choice(gen, p, "routing", {"dimension_order", "shortest"}, "dimension_order");
+  if (routing == "shortest") {
+    double links = 0;
+    for (const Dim& d : dims)
+      links += static_cast<double>(total) / d.size * group_links(d.kind, d.size);
+    check_graph_size(rd, field(p, "shape"), static_cast<double>(total), links);
+    return build_product_graph(dims, ep);
   }
-  spec.nics_per_node =
-      static_cast<int>(rd.integer(gen, p, "nics_per_node", 1, spec.devices_per_node, 1));
-  spec.rail_optimized = rd.boolean(gen, p, "rail_optimized", false);
+  return product(dims, ep);
+}
+
+// hypercube: `dimension` (or `ranks`, a power of two) two-rank dimensions.
+std::unique_ptr<Topology> hypercube_generator(const Reader& rd, const json& gen, EndpointProps ep) {
+  const std::string p = "generator";
+  rd.keys(gen, p,
+          {"kind", "dimension", "ranks", "bandwidth_gbps", "latency_us", "protocol_latency_us",
+           "line_rate_gbps"});
+  const json* dim = rd.find(gen, "dimension");
+  const json* ranks = rd.find(gen, "ranks");
+  if (!dim && !ranks) rd.fail(field(p, "dimension"), "missing (give dimension or ranks)");
+  std::int64_t d = dim ? rd.integer(gen, p, "dimension", 0, 30) : 0;
+  if (ranks) {
+    std::int64_t r = rd.integer(gen, p, "ranks", 1, kMaxRanks);
+    if ((r & (r - 1)) != 0) {
+      rd.fail(field(p, "ranks"), "a hypercube needs a power of two, got " + show(*ranks));
+    }
+    std::int64_t log = 0;
+    while ((std::int64_t{1} << log) < r) ++log;
+    if (dim && log != d) {
+      rd.fail(field(p, "ranks"), "disagrees with dimension " + std::to_string(d) + " (2^" +
+                                     std::to_string(d) + " ranks), got " + show(*ranks));
+    }
+    d = log;
+  }
+  // A hypercube is the product of d two-rank dimensions.
+  return product(std::vector<Dim>(d, Dim{DimKind::kFullyConnected, 2, rd.link(gen, p)}), ep);
+}
+
+// fat_tree: k-ary, with the edge's uplinks oversubscribed.
+std::unique_ptr<Topology> fat_tree_generator(const Reader& rd, const json& gen, EndpointProps ep) {
+  const std::string p = "generator";
+  rd.keys(gen, p,
+          {"kind", "k", "oversubscription", "bandwidth_gbps", "latency_us", "protocol_latency_us",
+           "line_rate_gbps"});
+  std::int64_t k = rd.integer(gen, p, "k", 2, kMaxFatTreeK);
+  if (k % 2 != 0) rd.fail(field(p, "k"), "must be even, got " + show(gen.at("k")));
+  double os = rd.number(gen, p, "oversubscription", 1.0, "");
+  if (!(os >= 1)) {
+    rd.fail(field(p, "oversubscription"),
+            "must be >= 1 (2 = edge uplinks at half bandwidth), got " +
+                show(gen.at("oversubscription")));
+  }
+  return build_fat_tree(static_cast<int>(k), os, rd.link(gen, p), ep);
+}
+
+// The hierarchical generator's fabric between nodes (`inter`, the NICs),
+// required when there are several nodes.
+void read_inter(const Reader& rd, const json& gen, HierarchicalSpec& spec) {
+  const std::string p = "generator";
   const json* inter = rd.find(gen, "inter");
   if (!inter && spec.nodes > 1) {
     rd.fail(field(p, "inter"),
@@ -511,27 +489,85 @@ std::unique_ptr<Topology> generator(const Reader& rd, const json& gen, EndpointP
       if (rd.find(gen, key)) rd.fail(field(p, key), "needs an inter fabric (nodes > 1)");
     }
   }
-  {
-    const double n = spec.nodes, d = spec.devices_per_node, c = spec.nics_per_node;
-    double nodes = n * d + (spec.intra_kind == DimKind::kSwitch && d > 1 ? n : 0);
-    double links = n * group_links(spec.intra_kind, d);
-    if (spec.nodes > 1) {
-      nodes += 2 * n * c;
-      links += 2 * n * d;
-      if (spec.inter_kind == InterKind::kSwitch) {
-        nodes += spec.rail_optimized ? c : 1;
-        links += 2 * n * c;
-      } else {
-        const double k = spec.k > 0 ? spec.k : fat_tree_k_for(static_cast<int>(n * c));
-        nodes += 5 * k * k / 4;
-        links += 2 * n * c + 2 * k * k * k / 2;
-      }
+}
+
+// The graph the hierarchical spec builds must stay within the size the
+// loader accepts (check_graph_size), counted before it is built.
+void check_hierarchical_size(const Reader& rd, const HierarchicalSpec& spec) {
+  const std::string p = "generator";
+  const double n = spec.nodes, d = spec.devices_per_node, c = spec.nics_per_node;
+  double nodes = n * d + (spec.intra_kind == DimKind::kSwitch && d > 1 ? n : 0);
+  double links = n * group_links(spec.intra_kind, d);
+  if (spec.nodes > 1) {
+    nodes += 2 * n * c;
+    links += 2 * n * d;
+    if (spec.inter_kind == InterKind::kSwitch) {
+      nodes += spec.rail_optimized ? c : 1;
+      links += 2 * n * c;
+    } else {
+      const double k = spec.k > 0 ? spec.k : fat_tree_k_for(static_cast<int>(n * c));
+      nodes += 5 * k * k / 4;
+      links += 2 * n * c + 2 * k * k * k / 2;
     }
-    check_graph_size(rd, p, nodes, links);
   }
+  check_graph_size(rd, p, nodes, links);
+}
+
+// hierarchical: nodes of devices on an intra fabric, NICs on an inter one.
+std::unique_ptr<Topology> hierarchical_generator(const Reader& rd, const json& gen,
+                                                 EndpointProps ep) {
+  const std::string p = "generator";
+  rd.keys(gen, p,
+          {"kind", "nodes", "devices_per_node", "intra", "nics_per_node", "nic_bandwidth_gbps",
+           "nic_line_rate_gbps", "nic_latency_us", "inter", "rail_optimized"});
+  HierarchicalSpec spec;
+  spec.endpoint = ep;
+  spec.nodes = static_cast<int>(rd.integer(gen, p, "nodes", 1, kMaxRanks));
+  spec.devices_per_node = static_cast<int>(rd.integer(gen, p, "devices_per_node", 1, kMaxRanks));
+  std::int64_t total = spec.nodes;
+  grow(rd, total, spec.devices_per_node, field(p, "devices_per_node"));
+  // The fabrics are validated whenever given, and required where used.
+  const json* intra = rd.find(gen, "intra");
+  if (!intra && spec.devices_per_node > 1) {
+    rd.fail(field(p, "intra"),
+            "missing (the fabric inside a node: {kind, bandwidth_gbps, latency_us})");
+  }
+  if (intra) {
+    const std::string ip = field(p, "intra");
+    rd.object(*intra, ip);
+    rd.keys(*intra, ip,
+            {"kind", "bandwidth_gbps", "latency_us", "protocol_latency_us", "line_rate_gbps",
+             "in_network"});
+    spec.intra_kind = dim_kind(rd.choice(*intra, ip, "kind", kDimKinds, "switch"));
+    spec.intra = rd.link(*intra, ip);
+    spec.intra_in_network = rd.in_network(*intra, ip);
+    if (spec.intra_in_network > 0 && spec.intra_kind != DimKind::kSwitch)
+      rd.fail(field(ip, "in_network"), "only for kind switch (a switch multicasts and reduces)");
+  }
+  spec.nics_per_node =
+      static_cast<int>(rd.integer(gen, p, "nics_per_node", 1, spec.devices_per_node, 1));
+  spec.rail_optimized = rd.boolean(gen, p, "rail_optimized", false);
+  read_inter(rd, gen, spec);
+  check_hierarchical_size(rd, spec);
   std::unique_ptr<GraphTopology> g = build_hierarchical(spec);
   g->devices_per_node = spec.devices_per_node;
   return g;
+}
+
+std::unique_ptr<Topology> generator(const Reader& rd, const json& gen, EndpointProps ep) {
+  const std::string p = "generator";
+  rd.object(gen, p);
+  std::string kind = rd.string(gen, p, "kind");
+  if (std::find(kGeneratorKinds.begin(), kGeneratorKinds.end(), kind) == kGeneratorKinds.end()) {
+    rd.fail(field(p, "kind"),
+            "unknown generator kind \"" + kind + "\"; valid kinds: " + join_list(kGeneratorKinds));
+  }
+  if (kind == "ring" || kind == "fully_connected" || kind == "switch")
+    return one_dim_generator(rd, gen, kind, ep);
+  if (kind == "torus") return torus_generator(rd, gen, ep);
+  if (kind == "hypercube") return hypercube_generator(rd, gen, ep);
+  if (kind == "fat_tree") return fat_tree_generator(rd, gen, ep);
+  return hierarchical_generator(rd, gen, ep);
 }
 
 std::unique_ptr<Topology> dims_form(const Reader& rd, const json& dims, EndpointProps ep) {
