@@ -206,52 +206,59 @@ void add_child(ChannelPlan::Tree& t, int parent, int child) {
   throw Error("channel search: rank " + std::to_string(parent) + " given a fourth child");
 }
 
-}  // namespace
-
-ChannelSearch search_channels(const Topology& topology, int ranks) {
-  const int p = ranks;
-  ChannelSearch out;
-  ChannelPlan& plan = out.plan;
-  // Nodes: dense ids in order of first appearance; no node structure = every
-  // rank a node of its own.
+// What the search knows of the ranks: their nodes (dense ids in order of
+// first appearance; no node structure = every rank a node of its own),
+// whether every node has as many, the ways out of a node, and on a mesh
+// node its Hamiltonian cycles.
+struct Nodes {
   std::vector<std::vector<int>> members;
+  int n = 0;  // nodes
+  int d = 0;  // ranks of node 0
+  bool uniform = true;
+  // Local indices per NIC of node 0: the first link of each device's route
+  // to the device of equal local index on the next node (a NIC's send side).
+  std::vector<std::vector<int>> nic_groups;
+  bool is_mesh_node = false;
+  std::vector<std::vector<int>> cycles;  // arc-disjoint, on a mesh node
+};
+
+Nodes find_nodes(const Topology& topology, int p, ChannelPlan& plan) {
+  Nodes s;
   std::map<int, int> dense;
   plan.node_of.assign(static_cast<std::size_t>(p), 0);
   for (int r = 0; r < p; ++r) {
     const int key = topology.has_nodes() ? topology.node_of(r) : r;
-    auto [it, added] = dense.try_emplace(key, static_cast<int>(members.size()));
-    if (added) members.emplace_back();
-    members[it->second].push_back(r);
+    auto [it, added] = dense.try_emplace(key, static_cast<int>(s.members.size()));
+    if (added) s.members.emplace_back();
+    s.members[it->second].push_back(r);
     plan.node_of[r] = it->second;
   }
-  const int n = static_cast<int>(members.size());
-  out.nodes = n;
-  const int d = static_cast<int>(members[0].size());
-  bool uniform = true;
-  for (const auto& m : members) uniform = uniform && static_cast<int>(m.size()) == d;
-  out.ranks_per_node = uniform ? d : 0;
-
-  // Ways out of a node: the first link of each device's route to the device
-  // of equal local index on the next node (a NIC's send side).
-  std::vector<std::vector<int>> nic_groups;  // local indices per NIC of node 0
-  if (n > 1 && uniform) {
+  s.n = static_cast<int>(s.members.size());
+  s.d = static_cast<int>(s.members[0].size());
+  for (const auto& m : s.members) s.uniform = s.uniform && static_cast<int>(m.size()) == s.d;
+  if (s.n > 1 && s.uniform) {
     std::map<LinkId, int> by_link;
     std::vector<LinkId> r;
-    for (int j = 0; j < d; ++j) {
-      topology.route(members[0][j], members[1][j], r);
-      auto [it, added] = by_link.try_emplace(r.front(), static_cast<int>(nic_groups.size()));
-      if (added) nic_groups.emplace_back();
-      nic_groups[it->second].push_back(j);
+    for (int j = 0; j < s.d; ++j) {
+      topology.route(s.members[0][j], s.members[1][j], r);
+      auto [it, added] = by_link.try_emplace(r.front(), static_cast<int>(s.nic_groups.size()));
+      if (added) s.nic_groups.emplace_back();
+      s.nic_groups[it->second].push_back(j);
     }
-    out.nics_per_node = static_cast<int>(nic_groups.size());
   }
-
   // A mesh inside the node: rings along arc-disjoint Hamiltonian cycles.
-  const bool is_mesh_node = uniform && is_mesh(topology, members[0]);
-  std::vector<std::vector<int>> cycles;
-  if (is_mesh_node && d <= 16) cycles = mesh_cycles(d);
+  s.is_mesh_node = s.uniform && is_mesh(topology, s.members[0]);
+  if (s.is_mesh_node && s.d <= 16) s.cycles = mesh_cycles(s.d);
+  return s;
+}
 
-  // Graph channels and their bandwidth.
+// Graph channels and their bandwidth, and the run-time channels.
+void count_channels(const Topology& topology, int p, const Nodes& s, ChannelSearch& out) {
+  const int n = s.n;
+  const bool uniform = s.uniform;
+  const auto& members = s.members;
+  const auto& nic_groups = s.nic_groups;
+  const auto& cycles = s.cycles;
   int graph = 1;
   if (n > 1 && uniform) {
     graph = std::min(kMaxGraphChannels, static_cast<int>(nic_groups.size()));
@@ -265,12 +272,12 @@ ChannelSearch search_channels(const Topology& topology, int ranks) {
     // as many channels at it as the device's bandwidth holds.
     const double bw = route_bandwidth(topology, 0, 1) / 1e9;
     double best_total = 0;
-    for (double s : kSpeedsIntra) {
-      const int c = std::min(kMaxGraphChannels, static_cast<int>(std::floor(bw / s + 1e-9)));
-      if (c >= 1 && c * s > best_total + 1e-9) {
-        best_total = c * s;
+    for (double speed : kSpeedsIntra) {
+      const int c = std::min(kMaxGraphChannels, static_cast<int>(std::floor(bw / speed + 1e-9)));
+      if (c >= 1 && c * speed > best_total + 1e-9) {
+        best_total = c * speed;
         graph = c;
-        out.channel_bw = s * 1e9;
+        out.channel_bw = speed * 1e9;
       }
     }
   }
@@ -288,110 +295,140 @@ ChannelSearch search_channels(const Topology& topology, int ranks) {
                     : std::min(kMaxRuntimeChannels, 2 * graph);
   runtime = std::max(runtime, graph);
   out.runtime_channels = runtime;
+}
 
-  // Rings.
-  for (int c = 0; c < graph; ++c) {
-    ChannelPlan::Ring ring;
-    ring.lanes = runtime / graph + (c < runtime % graph ? 1 : 0);
-    if (!uniform) {
-      for (int r = 0; r < p; ++r) ring.order.push_back(r);
-    } else if (n == 1 && !cycles.empty()) {
-      // One mesh node: channel c along cycle c mod K, started at a device
-      // of its own.
-      const std::vector<int>& cyc = cycles[c % cycles.size()];
-      const int start = (c / static_cast<int>(cycles.size())) % d;
-      for (int k = 0; k < d; ++k) ring.order.push_back(members[0][cyc[(start + k) % d]]);
-    } else if (n == 1) {
-      // One node: rotations of one path, so channels start at different devices.
-      const std::vector<int>& m = members[0];
-      const int first = m[c % d];
-      const int last = m[(c + d - 1) % d];
-      ring.order = node_path(topology, m, first, last);
-    } else {
-      // Channel c enters even nodes at rail a and leaves at rail b; odd
-      // nodes the other way, so every inter-node hop stays on one rail.
-      const int nics = static_cast<int>(nic_groups.size());
-      const int a = nic_groups[c % nics][0];
-      int b = nic_groups[(c + 1) % nics][0];
-      if (b == a) b = nic_groups[c % nics].size() > 1 ? nic_groups[c % nics][1] : (a + d - 1) % d;
-      // On a mesh of an even number of devices, channel c crosses the node
-      // along the zigzag path translated to start at a (zigzag_path): the d
-      // translates use every link of the node once and end at d distinct
-      // devices, so the rings load every link and every rail alike; odd
-      // nodes run it backwards, from b to a. (The next channel's NIC as
-      // exit would put every channel's ring on the arcs i + 1 -> i.)
-      std::vector<int> zig;
-      if (is_mesh_node && d % 2 == 0) {
-        zig = zigzag_path(d, a);
-        b = zig.back();
+// Channel c's ring (`lanes` run-time channels).
+ChannelPlan::Ring channel_ring(const Topology& topology, int p, const Nodes& s, int c, int lanes) {
+  const int n = s.n, d = s.d;
+  const auto& members = s.members;
+  const auto& nic_groups = s.nic_groups;
+  const auto& cycles = s.cycles;
+  const bool uniform = s.uniform, is_mesh_node = s.is_mesh_node;
+  ChannelPlan::Ring ring;
+  ring.lanes = lanes;
+  if (!uniform) {
+    for (int r = 0; r < p; ++r) ring.order.push_back(r);
+  } else if (n == 1 && !cycles.empty()) {
+    // One mesh node: channel c along cycle c mod K, started at a device
+    // of its own.
+    const std::vector<int>& cyc = cycles[c % cycles.size()];
+    const int start = (c / static_cast<int>(cycles.size())) % d;
+    for (int k = 0; k < d; ++k) ring.order.push_back(members[0][cyc[(start + k) % d]]);
+  } else if (n == 1) {
+    // One node: rotations of one path, so channels start at different devices.
+    const std::vector<int>& m = members[0];
+    const int first = m[c % d];
+    const int last = m[(c + d - 1) % d];
+    ring.order = node_path(topology, m, first, last);
+  } else {
+    // Channel c enters even nodes at rail a and leaves at rail b; odd
+    // nodes the other way, so every inter-node hop stays on one rail.
+    const int nics = static_cast<int>(nic_groups.size());
+    const int a = nic_groups[c % nics][0];
+    int b = nic_groups[(c + 1) % nics][0];
+    if (b == a) b = nic_groups[c % nics].size() > 1 ? nic_groups[c % nics][1] : (a + d - 1) % d;
+    // On a mesh of an even number of devices, channel c crosses the node
+    // along the zigzag path translated to start at a (zigzag_path): the d
+    // translates use every link of the node once and end at d distinct
+    // devices, so the rings load every link and every rail alike; odd
+    // nodes run it backwards, from b to a. (The next channel's NIC as
+    // exit would put every channel's ring on the arcs i + 1 -> i.)
+    std::vector<int> zig;
+    if (is_mesh_node && d % 2 == 0) {
+      zig = zigzag_path(d, a);
+      b = zig.back();
+    }
+    for (int node = 0; node < n; ++node) {
+      const std::vector<int>& m = members[node];
+      const bool even = node % 2 == 0;
+      std::vector<int> path;
+      if (!zig.empty()) {
+        for (int k = 0; k < d; ++k)
+          path.push_back(m[zig[static_cast<std::size_t>(even ? k : d - 1 - k)]]);
+      } else if (d > 1 && !cycles.empty()) {
+        path = mesh_path(cycles, m, even ? a : b, even ? b : a);
       }
-      for (int node = 0; node < n; ++node) {
-        const std::vector<int>& m = members[node];
-        const bool even = node % 2 == 0;
-        std::vector<int> path;
-        if (!zig.empty()) {
+      if (path.empty())
+        path = d == 1 ? std::vector<int>{m[0]}
+                      : node_path(topology, m, m[even ? a : b], m[even ? b : a]);
+      ring.order.insert(ring.order.end(), path.begin(), path.end());
+    }
+  }
+  return ring;
+}
+
+// Channel c's tree: a chain through each node from its head (the device on
+// the channel's NIC), and NCCL's double binary tree between the heads (tree
+// c mod 2).
+ChannelPlan::Tree channel_tree(const Topology& topology, int p, const Nodes& s, int c, int lanes) {
+  const int n = s.n, d = s.d;
+  const auto& members = s.members;
+  const auto& nic_groups = s.nic_groups;
+  const auto& cycles = s.cycles;
+  const bool uniform = s.uniform, is_mesh_node = s.is_mesh_node;
+  ChannelPlan::Tree t = empty_tree(p);
+  t.lanes = lanes;
+  if (!uniform) {
+    for (int r = 0; r < p; ++r) {
+      const TreeLinks l = nccl_dbt_links(p, c % 2, r);
+      t.parent[r] = l.parent;
+      t.child[3 * static_cast<std::size_t>(r)] = l.child[0];
+      t.child[3 * static_cast<std::size_t>(r) + 1] = l.child[1];
+    }
+  } else {
+    const int head_local = nic_groups.empty() ? c % d : nic_groups[c % nic_groups.size()][0];
+    std::vector<int> heads(static_cast<std::size_t>(n));
+    for (int node = 0; node < n; ++node) {
+      const std::vector<int>& m = members[node];
+      const int head = m[head_local];
+      heads[node] = head;
+      if (d > 1) {
+        // On a mesh the chain follows cycle c mod K from the head.
+        std::vector<int> chain;
+        if (is_mesh_node && d % 2 == 0) {
+          for (int v : zigzag_path(d, head_local)) chain.push_back(m[v]);
+        } else if (!cycles.empty()) {
+          const std::vector<int>& cyc = cycles[static_cast<std::size_t>(c) % cycles.size()];
+          const int at =
+              static_cast<int>(std::find(cyc.begin(), cyc.end(), head_local) - cyc.begin());
           for (int k = 0; k < d; ++k)
-            path.push_back(m[zig[static_cast<std::size_t>(even ? k : d - 1 - k)]]);
-        } else if (d > 1 && !cycles.empty()) {
-          path = mesh_path(cycles, m, even ? a : b, even ? b : a);
+            chain.push_back(m[cyc[static_cast<std::size_t>((at + k) % d)]]);
+        } else {
+          chain = node_path(topology, m, head,
+                            m[(head_local + d - 1) % d] == head ? m[(head_local + 1) % d]
+                                                                : m[(head_local + d - 1) % d]);
         }
-        if (path.empty())
-          path = d == 1 ? std::vector<int>{m[0]}
-                        : node_path(topology, m, m[even ? a : b], m[even ? b : a]);
-        ring.order.insert(ring.order.end(), path.begin(), path.end());
+        for (std::size_t k = 1; k < chain.size(); ++k) add_child(t, chain[k - 1], chain[k]);
       }
     }
-    plan.rings.push_back(std::move(ring));
+    // Node tree: children first listed get the chain second, so the head
+    // serves its chain and its child nodes.
+    for (int node = 0; node < n; ++node) {
+      for (int k : nccl_dbt_links(n, c % 2, node).child)
+        if (k >= 0) add_child(t, heads[node], heads[k]);
+    }
   }
+  return t;
+}
 
-  // Trees: per channel a chain through each node from its head (the device
-  // on the channel's NIC), and NCCL's double binary tree between the heads
-  // (tree c mod 2).
-  for (int c = 0; c < graph; ++c) {
-    ChannelPlan::Tree t = empty_tree(p);
-    t.lanes = runtime / graph + (c < runtime % graph ? 1 : 0);
-    if (!uniform) {
-      for (int r = 0; r < p; ++r) {
-        const TreeLinks l = nccl_dbt_links(p, c % 2, r);
-        t.parent[r] = l.parent;
-        t.child[3 * static_cast<std::size_t>(r)] = l.child[0];
-        t.child[3 * static_cast<std::size_t>(r) + 1] = l.child[1];
-      }
-    } else {
-      const int head_local = nic_groups.empty() ? c % d : nic_groups[c % nic_groups.size()][0];
-      std::vector<int> heads(static_cast<std::size_t>(n));
-      for (int node = 0; node < n; ++node) {
-        const std::vector<int>& m = members[node];
-        const int head = m[head_local];
-        heads[node] = head;
-        if (d > 1) {
-          // On a mesh the chain follows cycle c mod K from the head.
-          std::vector<int> chain;
-          if (is_mesh_node && d % 2 == 0) {
-            for (int v : zigzag_path(d, head_local)) chain.push_back(m[v]);
-          } else if (!cycles.empty()) {
-            const std::vector<int>& cyc = cycles[static_cast<std::size_t>(c) % cycles.size()];
-            const int at =
-                static_cast<int>(std::find(cyc.begin(), cyc.end(), head_local) - cyc.begin());
-            for (int k = 0; k < d; ++k)
-              chain.push_back(m[cyc[static_cast<std::size_t>((at + k) % d)]]);
-          } else {
-            chain = node_path(topology, m, head,
-                              m[(head_local + d - 1) % d] == head ? m[(head_local + 1) % d]
-                                                                  : m[(head_local + d - 1) % d]);
-          }
-          for (std::size_t k = 1; k < chain.size(); ++k) add_child(t, chain[k - 1], chain[k]);
-        }
-      }
-      // Node tree: children first listed get the chain second, so the head
-      // serves its chain and its child nodes.
-      for (int node = 0; node < n; ++node) {
-        for (int k : nccl_dbt_links(n, c % 2, node).child)
-          if (k >= 0) add_child(t, heads[node], heads[k]);
-      }
-    }
-    plan.trees.push_back(std::move(t));
-  }
+}  // namespace
+
+ChannelSearch search_channels(const Topology& topology, int ranks) {
+  const int p = ranks;
+  ChannelSearch out;
+  ChannelPlan& plan = out.plan;
+  const Nodes s = find_nodes(topology, p, plan);
+  out.nodes = s.n;
+  out.ranks_per_node = s.uniform ? s.d : 0;
+  if (s.n > 1 && s.uniform) out.nics_per_node = static_cast<int>(s.nic_groups.size());
+  count_channels(topology, p, s, out);
+  const int graph = out.graph_channels, runtime = out.runtime_channels;
+  for (int c = 0; c < graph; ++c)
+    plan.rings.push_back(
+        channel_ring(topology, p, s, c, runtime / graph + (c < runtime % graph ? 1 : 0)));
+  for (int c = 0; c < graph; ++c)
+    plan.trees.push_back(
+        channel_tree(topology, p, s, c, runtime / graph + (c < runtime % graph ? 1 : 0)));
   plan.finish(p);
   return out;
 }
