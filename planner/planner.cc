@@ -51,8 +51,14 @@ class CommCost {
       const auto hi = best(c, kSimCap, first, stride, size);
       const auto lo = best(c, kSimCap / 2, first, stride, size);
       const double slope = (hi.first - lo.first) / (static_cast<double>(kSimCap) / 2);
-      return {hi.first + slope * static_cast<double>(bytes - kSimCap),
-              hi.second + " (linear above 256 MiB)"};
+      double t = hi.first + slope * static_cast<double>(bytes - kSimCap);
+      // NCCL's choice can differ at the two sizes (tree at 128 MiB, ring at
+      // 256 MiB for an all_reduce over 8 whole nodes), and the line through
+      // them then rises slower than any schedule can: a reduction is never
+      // priced below what the group can send out of a node.
+      if (first == 0 && (c == Collective::reduce_scatter || c == Collective::all_reduce))
+        t = std::max(t, reduction_bound(bytes, stride, size));
+      return {t, hi.second + " (linear above 256 MiB)"};
     }
     const CommKey key{c, bytes, first, stride, size};
     auto it = cache_.find(key);

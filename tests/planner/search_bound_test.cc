@@ -2,7 +2,8 @@
 // the pruning it allows (docs/PLANNER.md, "Search"):
 //  - the bound of a gradient reduction is never above what the simulation
 //    gives, for NCCL's choice and collkit's ring, over a sweep of groups
-//    (one rank per node up to whole nodes) and sizes on the SC21 cluster;
+//    (one rank per node up to whole nodes) and sizes on the SC21 cluster,
+//    nor above the planner's line through two simulations beyond 256 MiB;
 //  - the pruned search (layouts skipped on their bound, and all layouts in
 //    one pass when the weights alone need ZeRO-3) returns the same plan as
 //    the unpruned one (every layout that fits its memory bound priced,
@@ -99,6 +100,34 @@ TEST(SearchBound, ReductionBoundNeverBeatsTheSimulation) {
   EXPECT_EQ(checked, 72);
 }
 
+// Above 256 MiB the planner prices a collective on the line through its
+// simulations at 128 and 256 MiB (planner.cc, kSimCap), and a reduction
+// never below the bound. For NCCL's reduce_scatter (the ring) that line
+// rises at least as fast as the bound, equally fast at one member per
+// node. NCCL's all_reduce over whole nodes is tree/LL128 at 128 MiB and
+// ring/LL128 at 256 MiB, a line that rises slower than the bound (here it
+// falls): the planner takes the bound there.
+TEST(SearchBound, ExtrapolatedPricesRiseFasterThanTheBound) {
+  const auto topo = load_topology(source("topologies/a100-cluster-384x8.json"));
+  const std::pair<int, int> groups[] = {{1, 64}, {2, 32}, {4, 16}, {8, 8}, {8, 16}, {1, 16}};
+  const std::int64_t lo = 128ll << 20, hi = 256ll << 20;
+  for (const auto& [stride, size] : groups) {
+    const NodeExit exit = node_exit(*topo, stride, size);
+    for (Collective c : {Collective::reduce_scatter, Collective::all_reduce}) {
+      const double t_lo = simulated(*topo, c, lo, stride, size, "nccl");
+      const double t_hi = simulated(*topo, c, hi, stride, size, "nccl");
+      const double slope = (t_hi - t_lo) / static_cast<double>(hi - lo);
+      const double bound = reduction_bound_seconds(exit, hi, size) / static_cast<double>(hi);
+      EXPECT_LE(reduction_bound_seconds(exit, hi, size), t_hi);
+      if (c == Collective::reduce_scatter) {
+        EXPECT_GE(slope, bound * (1 - 1e-9)) << stride << "x" << size;
+      } else if (stride == 1 && size == 64) {
+        EXPECT_LT(slope, bound) << "all_reduce " << stride << "x" << size;
+      }
+    }
+  }
+}
+
 struct Case {
   const char* name;
   const char* model;
@@ -144,11 +173,13 @@ TEST(SearchBound, PrunedSearchReturnsTheUnprunedPlan) {
     const Layout& a = pruned.plan.layout;
     const Layout& b = full.plan.layout;
     std::printf(
-        "%-20s pruned: %d layouts priced, t %d p %d d %d b %lld v %d %s, %.4f s, %s; "
-        "unpruned: %d layouts priced, %.4f s\n",
-        k.name, pruned.layouts_priced, a.tp, a.pp, a.dp, static_cast<long long>(a.micro_batch),
-        a.virtual_stages, std::string(to_string(a.recompute)).c_str(), pruned.plan.step_time(),
-        pruned.fits ? "fits" : "does not fit", full.layouts_priced, full.plan.step_time());
+        "%-20s pruned: %lld layouts priced, t %d p %d d %d b %lld v %d %s, %.4f s, %s; "
+        "unpruned: %lld layouts priced, %.4f s\n",
+        k.name, static_cast<long long>(pruned.layouts_priced), a.tp, a.pp, a.dp,
+        static_cast<long long>(a.micro_batch), a.virtual_stages,
+        std::string(to_string(a.recompute)).c_str(), pruned.plan.step_time(),
+        pruned.fits ? "fits" : "does not fit", static_cast<long long>(full.layouts_priced),
+        full.plan.step_time());
     ASSERT_TRUE(full.fits) << k.name;
     EXPECT_EQ(pruned.fits, full.fits) << k.name;
     EXPECT_EQ(a.tp, b.tp) << k.name;
@@ -163,7 +194,9 @@ TEST(SearchBound, PrunedSearchReturnsTheUnprunedPlan) {
     EXPECT_LE(pruned.layouts_priced, full.layouts_priced) << k.name;
     // The one-pass cases: the 16-bit weights at t 8 are more than the
     // memory (0 reserve), as planned.
-    if (k.needs_zero3) EXPECT_GT(static_cast<double>(m.total_params()) * 2 / 8, k.memory);
+    if (k.needs_zero3) {
+      EXPECT_GT(static_cast<double>(m.total_params()) * 2 / 8, k.memory);
+    }
   }
 }
 
