@@ -29,14 +29,16 @@ struct Acc {
   double gemm = 0, ew = 0;
 
   // A forward product and its two backward products (input and weight
-  // gradient: same FLOPs, transposed shapes). `weights`: the second operand
-  // is a weight (its gradient is accumulated), else both are activations.
+  // gradient: same FLOPs, transposed shapes).
+  // `weights`: the second operand is a weight (its gradient is
+  // accumulated), else both are activations, whose products (the unfused
+  // attention core) are priced with their traffic and math in series.
   void product(double m, double n, double k, double batch, bool recomputed, bool weights,
                double wgrad_extra = 0) {
-    const double f = gemm_seconds(cm, m, n, k, batch);
-    const double d = gemm_seconds(cm, m, k, n, batch);
-    const double w =
-        weights ? gemm_seconds(cm, k, n, m, batch, wgrad_extra) : gemm_seconds(cm, k, n, m, batch);
+    const Overlap o = weights ? Overlap::roofline : Overlap::serial;
+    const double f = gemm_seconds(cm, m, n, k, batch, 0, o);
+    const double d = gemm_seconds(cm, m, k, n, batch, 0, o);
+    const double w = gemm_seconds(cm, k, n, m, batch, weights ? wgrad_extra : 0, o);
     fwd += f;
     bwd += d + w;
     gemm += f + d + w;
@@ -258,7 +260,7 @@ double ComputeModel::memory_rate() const {
 int ComputeModel::sms() const { return device && flat_tflops <= 0 ? device->sms : 0; }
 
 double gemm_seconds(const ComputeModel& cm, double m, double n, double k, double batch,
-                    double extra_bytes) {
+                    double extra_bytes, Overlap overlap) {
   if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 0;
   const double rate = cm.matmul_rate();
   const double flops = 2 * m * n * k * batch;
@@ -275,7 +277,8 @@ double gemm_seconds(const ComputeModel& cm, double m, double n, double k, double
     compute = best;
   }
   const double bytes = cm.elem() * (m * k + k * n + m * n) * batch + extra_bytes;
-  return std::max(compute, memory_seconds(cm, bytes));
+  const double memory = memory_seconds(cm, bytes);
+  return overlap == Overlap::serial ? compute + memory : std::max(compute, memory);
 }
 
 double memory_seconds(const ComputeModel& cm, double bytes) {

@@ -52,10 +52,17 @@ struct ComputeModel {
   int elem() const { return size_of(dtype); }
 };
 
+// How a product's memory traffic meets its math. `roofline`: the larger of
+// the two (a product whose loads stream through its pipeline under the
+// math). `serial`: their sum, as measured for the unfused attention core
+// on an A100 (the b x heads batched products of two activations, whose
+// s x s scores dominate the traffic; docs/PLANNER.md, "Compute").
+enum class Overlap : std::uint8_t { roofline, serial };
+
 // Seconds for `batch` independent products of (m x k) by (k x n), each
 // reading both operands and writing its result once (plus `extra_bytes`).
 double gemm_seconds(const ComputeModel& cm, double m, double n, double k, double batch = 1,
-                    double extra_bytes = 0);
+                    double extra_bytes = 0, Overlap overlap = Overlap::roofline);
 // Seconds to move `bytes` through memory (element-wise kernels).
 double memory_seconds(const ComputeModel& cm, double bytes);
 

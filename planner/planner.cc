@@ -51,8 +51,14 @@ class CommCost {
       const auto hi = best(c, kSimCap, first, stride, size);
       const auto lo = best(c, kSimCap / 2, first, stride, size);
       const double slope = (hi.first - lo.first) / (static_cast<double>(kSimCap) / 2);
-      return {hi.first + slope * static_cast<double>(bytes - kSimCap),
-              hi.second + " (linear above 256 MiB)"};
+      double t = hi.first + slope * static_cast<double>(bytes - kSimCap);
+      // NCCL's choice can differ at the two sizes (tree at 128 MiB, ring at
+      // 256 MiB for an all_reduce over 8 whole nodes), and the line through
+      // them then rises slower than any schedule can: a reduction is never
+      // priced below what the group can send out of a node.
+      if (first == 0 && (c == Collective::reduce_scatter || c == Collective::all_reduce))
+        t = std::max(t, reduction_bound(bytes, stride, size));
+      return {t, hi.second + " (linear above 256 MiB)"};
     }
     const CommKey key{c, bytes, first, stride, size};
     auto it = cache_.find(key);
@@ -85,6 +91,16 @@ class CommCost {
   }
 
   std::int64_t simulations() const { return simulations_; }
+
+  // reduction_bound_seconds() of the group (first rank 0, stride, size),
+  // its node exit computed once per group shape.
+  double reduction_bound(std::int64_t bytes, int stride, int size) {
+    if (size <= 1 || bytes <= 0) return 0;
+    const auto key = std::pair{stride, size};
+    auto it = exits_.find(key);
+    if (it == exits_.end()) it = exits_.emplace(key, node_exit(topology_, stride, size)).first;
+    return reduction_bound_seconds(it->second, bytes, size);
+  }
 
  private:
   std::pair<double, std::string> simulate_one(const CommKey& key) const {
@@ -155,7 +171,54 @@ class CommCost {
   int jobs_;
   std::map<CommKey, std::pair<double, std::string>> cache_;
   std::int64_t simulations_ = 0;
+  std::map<std::pair<int, int>, NodeExit> exits_;
 };
+
+}  // namespace
+
+NodeExit node_exit(const Topology& t, int stride, int size) {
+  if (!t.has_nodes() || size <= 1) return {};
+  const int node = t.node_of(0);
+  std::vector<int> local;  // every rank of the node
+  for (int r = 0; r < t.num_ranks() && t.node_of(r) <= node; ++r)
+    if (t.node_of(r) == node) local.push_back(r);
+  std::set<LinkId> inside;
+  std::vector<LinkId> path;
+  for (int a : local)
+    for (int b : local)
+      if (a != b) {
+        path.clear();
+        t.route(a, b, path);
+        inside.insert(path.begin(), path.end());
+      }
+  std::vector<int> mine, other;
+  for (int i = 0; i < size; ++i) {
+    const int rank = i * stride;
+    (t.node_of(rank) == node ? mine : other).push_back(rank);
+  }
+  if (other.empty()) return {};
+  std::set<LinkId> exits;
+  for (int a : mine)
+    for (int b : other) {
+      path.clear();
+      t.route(a, b, path);
+      const auto out =
+          std::find_if(path.begin(), path.end(), [&](LinkId l) { return inside.count(l) == 0; });
+      if (out == path.end()) return {};
+      exits.insert(*out);
+    }
+  NodeExit e;
+  for (LinkId l : exits) e.bandwidth += t.link(l).bandwidth;
+  e.members = static_cast<int>(mine.size());
+  return e;
+}
+
+double reduction_bound_seconds(const NodeExit& exit, std::int64_t bytes, int size) {
+  if (!(exit.bandwidth > 0) || size <= 1 || bytes <= 0) return 0;
+  return static_cast<double>(bytes) * (size - exit.members) / size / exit.bandwidth;
+}
+
+namespace {
 
 constexpr double kGB = 1e9;
 // How much faster (as a fraction of the step) a plan with tensor or pipeline
@@ -509,7 +572,10 @@ class Planner {
     return out;
   }
 
-  std::vector<Candidate> candidates(std::size_t i, const Layout& lay) {
+  // Every choice for layer i with its collectives, priced unless `price` is
+  // false (then their times are 0: for the memory alone, which does not
+  // depend on them).
+  std::vector<Candidate> candidates(std::size_t i, const Layout& lay, bool price = true) {
     const Layer& layer = model_.layers[i];
     std::vector<Candidate> out;
     std::vector<CommKey> keys;
@@ -520,6 +586,7 @@ class Planner {
         keys.emplace_back(u.collective, u.bytes, 0, u.stride, u.group_size);
       out.push_back(std::move(cand));
     }
+    if (!price) return out;
     cost_.prefetch(keys);
     for (Candidate& cand : out)
       for (CollectiveUse& u : cand.uses) {
@@ -925,20 +992,49 @@ class Planner {
   }
 
   // A lower bound of a layout's step and memory without simulating: every
-  // layer split as far as it can be, no communication; the memory of every
-  // layer at its smallest choice (ZeRO-3).
+  // layer split as far as it can be; the memory of every layer at its
+  // smallest choice (ZeRO-3). Communication: none, except without pipelining
+  // when gradient reductions are not overlapped (--overlap without grad):
+  // then every choice of a layer with weights but fc_split reduces its
+  // gradients over the data-parallel group at least once per step, exposed,
+  // and each such reduction takes at least reduction_bound().
   std::pair<double, double> bounds(const Layout& lay) {
     const auto stages = stage_instances(lay.pp);
     Plan plan = new_plan(lay, stages);
     plan.pipeline.clear();
+    double reductions = 0;
     for (std::size_t i = 0; i < model_.layers.size(); ++i) {
-      const std::vector<Choice> cs = choices(model_.layers[i], lay);
-      const Choice& c = cs.back().strategy == Strategy::fc_split ? cs[cs.size() - 2] : cs.back();
+      const Layer& l = model_.layers[i];
+      const std::vector<Choice> cs = choices(l, lay);
+      const bool fc = cs.back().strategy == Strategy::fc_split;
+      const Choice& c = fc ? cs[cs.size() - 2] : cs.back();
       Candidate cand{c, 0, {}, compute_of(i, lay, c)};
       set_choice(plan, i, cand);
+      if (lay.pp == 1 && lay.dp > 1 && !opts_.step.overlap_grad_reduce && !fc && l.params > 0) {
+        const std::int64_t t = c.strategy == Strategy::tensor_parallel ? lay.tp : 1;
+        reductions += cost_.reduction_bound(l.params * elem_ / t * l.repeat, lay.tp, lay.dp);
+      }
     }
     evaluate(plan, stages);
-    return {plan.step_time(), plan.memory.total()};
+    return {plan.step_time() + reductions, plan.memory.total()};
+  }
+
+  // Whether every plan without pipelining that fits shards some layer's
+  // weights with ZeRO-3: at each tensor-parallel degree, the 16-bit weights
+  // that no other choice shards (those of every layer without fc_split,
+  // split over the tp ranks where tensor parallelism splits them) are alone
+  // more than the usable memory.
+  bool weights_need_zero3(const std::vector<int>& tps) const {
+    for (int tp : tps) {
+      double bytes = 0;
+      for (const Layer& l : model_.layers) {
+        if (l.kind == LayerKind::linear && !is_head(l)) continue;  // fc_split shards it
+        const double t = tp > 1 && splits_over_tp(l) ? tp : 1;
+        bytes += static_cast<double>(l.params) * static_cast<double>(l.repeat) * elem_ / t;
+      }
+      if (bytes <= usable_) return false;
+    }
+    return true;
   }
 
   std::vector<std::int64_t> micro_batch_options(std::int64_t per_rank) const {
@@ -1084,7 +1180,7 @@ class Planner {
         const bool simple = c.lay.tp == 1 && c.lay.pp == 1;
         const double bar = have_best ? best_fit.step_time() / (simple ? 1 - kLayoutMargin : 1)
                                      : std::numeric_limits<double>::infinity();
-        if (c.bound >= bar) continue;
+        if (opts_.prune && c.bound >= bar) continue;
         auto [plan, cheapest] = plan_layout(c.lay);
         ++res.layouts_priced;
         if (!have_cheapest || cheapest.step_time() < res.cheapest.step_time())
@@ -1108,20 +1204,26 @@ class Planner {
     std::vector<std::pair<int, int>> flat;
     flat.reserve(tps.size());
     for (int tp : tps) flat.emplace_back(tp, 1);
-    consider_all(flat);
+    std::vector<std::pair<int, int>> piped;
+    for (int tp : tps)
+      for (int pp : pps) piped.emplace_back(tp, pp);
     // Pipelining is for models that do not otherwise fit: when no plan fits
     // without ZeRO-3 sharding the weights themselves (whose gathers every
     // micro-batch cost what pipelining avoids). Pipeline plans then compete
-    // on step time.
-    bool needs_zero3 = !have_best;
-    if (have_best)
-      for (const LayerPlan& lp : best_fit.layers)
-        needs_zero3 = needs_zero3 || lp.choice.zero_stage == 3;
-    if (needs_zero3) {
-      std::vector<std::pair<int, int>> piped;
-      for (int tp : tps)
-        for (int pp : pps) piped.emplace_back(tp, pp);
-      consider_all(piped);
+    // on step time. When the weights alone show it, all layouts compete in
+    // one pass, cheapest bound first, so that pipelined plans bound out the
+    // layouts without pipelining; else those go first, to see.
+    if (opts_.prune && weights_need_zero3(tps)) {
+      std::vector<std::pair<int, int>> all = flat;
+      all.insert(all.end(), piped.begin(), piped.end());
+      consider_all(all);
+    } else {
+      consider_all(flat);
+      bool needs_zero3 = !have_best;
+      if (have_best)
+        for (const LayerPlan& lp : best_fit.layers)
+          needs_zero3 = needs_zero3 || lp.choice.zero_stage == 3;
+      if (needs_zero3) consider_all(piped);
     }
     if (!have_any)
       throw UsageError("--micro-batch " + std::to_string(opts_.micro_batch) +
@@ -1159,7 +1261,10 @@ class Planner {
   // Every layer with the same strategy, tp = pp = 1, on the data-parallel
   // degree such plans use, with the chosen plan's micro-batch (or the largest
   // divisor of the per-rank batch below it) and recomputation, so rows and
-  // plan compare.
+  // plan compare. A row that does not fit is not priced: its memory says
+  // why it cannot run, and its collectives over every rank (a ring over
+  // 3,072 ranks is a minute of simulation) would time a step that never
+  // happens.
   void uniform(PlanResult& res) {
     const char* names[] = {"dp", "zero1", "zero2", "zero3"};
     const int d = data_parallel_degree(1, 1, res.devices_per_node);
@@ -1172,21 +1277,29 @@ class Planner {
         while (per_rank % b != 0) --b;
         const Layout lay{1, 1, d, b, per_rank / b, 1, res.plan.layout.recompute, false};
         const auto stages = stage_instances(1);
-        Plan plan = new_plan(lay, stages);
         const Choice c{static_cast<Strategy>(z), z};
-        for (std::size_t i = 0; i < model_.layers.size(); ++i)
-          for (Candidate& cand : candidates(i, lay))
-            if (cand.choice == c || d == 1 || model_.layers[i].params == 0) {
-              set_choice(plan, i, cand);
-              break;
-            }
-        evaluate(plan, stages);
+        const auto build = [&](bool price) {
+          Plan plan = new_plan(lay, stages);
+          for (std::size_t i = 0; i < model_.layers.size(); ++i)
+            for (Candidate& cand : candidates(i, lay, price))
+              if (cand.choice == c || d == 1 || model_.layers[i].params == 0) {
+                set_choice(plan, i, cand);
+                break;
+              }
+          evaluate(plan, stages);
+          return plan;
+        };
+        Plan plan = build(false);
         alt.valid = true;
         alt.layout = plan.layout;
-        alt.time = plan.comm_time;
-        alt.step_time = plan.step_time();
         alt.memory = plan.memory;
         alt.fits = plan.fits;
+        if (plan.fits) {
+          plan = build(true);
+          alt.priced = true;
+          alt.time = plan.comm_time;
+          alt.step_time = plan.step_time();
+        }
       }
       res.uniform.push_back(alt);
     }
@@ -1754,8 +1867,10 @@ Json plan_json(const PlanResult& res, const Model& model, const Topology& topolo
       u["data_parallel"] = a.layout.dp;
       u["micro_batch"] = a.layout.micro_batch;
       u["micro_batches"] = a.layout.micro_batches;
-      u["step_time_us"] = a.step_time * 1e6;
-      u["time_us"] = a.time * 1e6;
+      if (a.priced) {
+        u["step_time_us"] = a.step_time * 1e6;
+        u["time_us"] = a.time * 1e6;
+      }
       u["memory"] = memory_json(a.memory);
       u["fits"] = a.fits;
     }
@@ -1932,10 +2047,13 @@ std::string format_plan(const PlanResult& res, const Model& model, const PlanOpt
   }
   for (const Alternative& a : res.uniform) {
     if (!a.valid) continue;
-    std::snprintf(buf, sizeof buf,
-                  "#   %-6s memory %10.2f GB  comm %12.3f ms  step %12.3f ms  %s\n", a.name.c_str(),
-                  a.memory.total() / kGB, a.time * 1e3, a.step_time * 1e3,
-                  a.fits ? "fits" : "does not fit");
+    if (a.priced)
+      std::snprintf(buf, sizeof buf,
+                    "#   %-6s memory %10.2f GB  comm %12.3f ms  step %12.3f ms  fits\n",
+                    a.name.c_str(), a.memory.total() / kGB, a.time * 1e3, a.step_time * 1e3);
+    else
+      std::snprintf(buf, sizeof buf, "#   %-6s memory %10.2f GB  does not fit (not priced)\n",
+                    a.name.c_str(), a.memory.total() / kGB);
     out += buf;
   }
   if (res.user) {

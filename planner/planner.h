@@ -192,7 +192,32 @@ struct PlanOptions {
   // command's reporter, core/progress.h); null: nowhere.
   Progress* progress = nullptr;
   int jobs = 0;  // simulations in parallel (0: every core)
+  // false: price every layout whose memory bound fits, flat layouts first
+  // (no layout skipped for its step bound): the search the pruned one must
+  // agree with (tests/planner/planner_test.cc).
+  bool prune = true;
 };
+
+// How a group (ranks 0, stride, 2 x stride, ... of `size` members) leaves
+// the first member's node: the bandwidth of the links by which the routes
+// from its members there to its members on other nodes leave that node
+// (the first link of each route that no route between the node's own ranks
+// takes), and how many members the node holds. Zero bandwidth when the
+// topology has no nodes, the group is one node, or a route never leaves.
+struct NodeExit {
+  double bandwidth = 0;  // bytes per second
+  int members = 0;
+};
+NodeExit node_exit(const Topology& topology, int stride, int size);
+
+// A lower bound of the time of any gradient reduction (reduce_scatter or
+// all_reduce) of `bytes` over that group that no simulation of any schedule
+// beats: for every element that a member on another node owns, the members
+// on this node must send out at least one partial sum, bytes x (size -
+// members) / size in all, and all of it crosses the exit links (the search
+// skips layouts whose step cannot beat the best so far with it;
+// docs/PLANNER.md, "Search"). 0 where node_exit has no bandwidth.
+double reduction_bound_seconds(const NodeExit& exit, std::int64_t bytes, int size);
 
 // The default memory reserve on a device of `bytes`: 5% of it for the
 // allocator's fragmentation plus kDefaultMemoryReserve for the CUDA context,
@@ -265,12 +290,13 @@ struct Plan {
 // parallelism and each ZeRO stage would cost and need.
 struct Alternative {
   std::string name;
-  bool valid = false;  // false when the batch does not split over the ranks
-  Layout layout;       // tp = pp = 1; the chosen plan's micro-batch where it divides
-  double time = 0;     // communication
-  double step_time = 0;
+  bool valid = false;    // false when the batch does not split over the ranks
+  Layout layout;         // tp = pp = 1; the chosen plan's micro-batch where it divides
+  double time = 0;       // communication (0 when not priced)
+  double step_time = 0;  // (0 when not priced)
   Memory memory;
   bool fits = false;
+  bool priced = false;  // only a row that fits is priced
 };
 
 struct PlanResult {

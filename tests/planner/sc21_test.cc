@@ -31,12 +31,13 @@ using testing_planner::sc21_options;
 using testing_planner::source;
 using testing_planner::table1;
 
-// The error of each row as last measured (2026-11-28, docs/PLANNER.md).
+// The error of each row as last measured (2026-11-28, third session:
+// docs/PLANNER.md, "Validation").
 double measured_error(const std::string& model) {
   static const std::map<std::string, double> errors{
-      {"GPT 1.7B", 0.155}, {"GPT 3.6B", 0.140}, {"GPT 7.5B", 0.110}, {"GPT 18B", 0.113},
-      {"GPT 39B", 0.052},  {"GPT 76B", 0.118},  {"GPT 145B", 0.059}, {"GPT 310B", 0.050},
-      {"GPT 530B", 0.033}, {"GPT 1T", -0.013}};
+      {"GPT 1.7B", 0.028}, {"GPT 3.6B", 0.039}, {"GPT 7.5B", 0.043}, {"GPT 18B", 0.063},
+      {"GPT 39B", 0.015},  {"GPT 76B", 0.085},  {"GPT 145B", 0.030}, {"GPT 310B", 0.027},
+      {"GPT 530B", 0.016}, {"GPT 1T", -0.027}};
   return errors.at(model);
 }
 
@@ -93,10 +94,10 @@ TEST(Sc21Table1, PredictedThroughputAgainstPublished) {
                          per_rank * blocks->compute.elementwise, st.compute, st.tp, st.pp, st.dp,
                          st.bubble, st.optimizer});
     // Measured now (docs/PLANNER.md, "Validation"), held to a percentage
-    // point either way so that a change to the model shows here: 5 rows
-    // within 10%, 1.7 B to 18 B and 76 B 11-16% fast (the target
-    // is 10% on every row).
+    // point either way so that a change to the model shows here; and the
+    // issue's target, 10% on every row.
     EXPECT_NEAR(err, measured_error(r.model), 0.01) << r.model;
+    EXPECT_LT(std::abs(err), 0.10) << r.model;
   }
   std::printf("\nseconds per step: %-9s %7s %7s %7s %6s %6s %6s %6s %6s\n", "model", "gemm",
               "elemwise", "compute", "tp", "pp", "dp", "bubble", "optim");
@@ -108,7 +109,8 @@ TEST(Sc21Table1, PredictedThroughputAgainstPublished) {
   std::sort(sorted.begin(), sorted.end());
   const double median = (sorted[4] + sorted[5]) / 2;
   std::printf("median |error| %.1f%%, largest %.1f%%\n", median * 100, sorted.back() * 100);
-  EXPECT_LT(median, 0.09);
+  // Measured 2.9%; the target is 5%.
+  EXPECT_LT(median, 0.04);
 }
 
 }  // namespace
