@@ -100,23 +100,9 @@ std::int64_t parse_positive(const std::string& flag, const std::string& text, bo
   return v;
 }
 
-void run_plan(const PlanArgs& a) {
-  PlanOptions opts;
-  opts.batch = parse_positive("--batch", a.batch, false);
-  opts.micro_batch = parse_positive("--micro-batch", a.micro_batch, true);
-  const std::int64_t ranks = parse_positive("--ranks", a.ranks, true);
-  if (ranks > (1 << 24)) throw UsageError("--ranks '" + a.ranks + "': too large");
-  opts.dtype = parse_training_data_type("--dtype", a.dtype);
-  opts.sim.model = parse_net_model(a.net_model);
-  if (!a.device_tflops.empty())
-    opts.device_tflops = parse_positive_number("--device-tflops", a.device_tflops);
-  if (!a.memory_reserve.empty()) {
-    if (a.memory_reserve == "0")
-      opts.memory_reserve = 0;
-    else
-      opts.memory_reserve =
-          static_cast<double>(parse_memory_bytes("--memory-reserve", a.memory_reserve));
-  }
+// The training step as the run makes it: attention kernels, what overlaps,
+// gradient accumulation and buckets (PlanOptions::step).
+void read_step_flags(const PlanArgs& a, PlanOptions& opts) {
   if (a.attention == "flash")
     opts.step.attention = AttentionKernel::flash;
   else if (a.attention == "unfused")
@@ -158,6 +144,78 @@ void run_plan(const PlanArgs& a) {
         a.bucket_size == "all"
             ? -1.0
             : static_cast<double>(parse_memory_bytes("--bucket-size", a.bucket_size));
+}
+
+// A layout the user gives (--tp, --pp, --dp, --zero, ...): priced as given.
+UserLayout read_user_layout(const PlanArgs& a, const PlanOptions& opts) {
+  UserLayout u;
+  auto degree = [](const char* flag, const std::string& text) {
+    if (text.empty()) return 1;
+    const std::int64_t v = parse_positive(flag, text, false);
+    if (v > (1 << 24)) throw UsageError(std::string(flag) + " '" + text + "': too large");
+    return static_cast<int>(v);
+  };
+  u.tp = degree("--tp", a.tp);
+  u.pp = degree("--pp", a.pp);
+  u.dp = a.dp.empty() ? 0 : degree("--dp", a.dp);
+  if (!a.zero.empty()) {
+    if (a.zero.size() != 1 || a.zero[0] < '0' || a.zero[0] > '3')
+      throw UsageError("--zero '" + a.zero + "': expected 0, 1, 2 or 3");
+    u.zero = a.zero[0] - '0';
+  }
+  u.micro_batch = opts.micro_batch;
+  u.virtual_stages = degree("--virtual-stages", a.virtual_stages);
+  u.recompute = opts.recompute.value_or(Recompute::none);
+  u.sequence_parallel = a.sequence_parallel;
+  if (u.sequence_parallel && u.tp == 1)
+    throw UsageError("--sequence-parallel: splits tensor parallelism's activations; give --tp > 1");
+  return u;
+}
+
+// The GPU (--device, else the topology's "device", relative to its file)
+// and its memory (--device-memory, else the device's).
+void read_device(const PlanArgs& a, const Topology& topology, PlanOptions& opts) {
+  if (!a.device.empty()) {
+    opts.device = load_device(a.device);
+  } else if (!topology.device.empty()) {
+    const std::filesystem::path dir =
+        std::filesystem::path(topology_file(a.topology)).parent_path();
+    const std::string path = (dir / topology.device).lexically_normal().string();
+    try {
+      opts.device = load_device(path);
+    } catch (const FileError& e) {
+      throw FileError(topology_file(a.topology) + ".device = '" + topology.device +
+                      "': " + e.what() + " (give --device FILE)");
+    }
+  }
+  if (!a.device_memory.empty())
+    opts.device_memory =
+        static_cast<double>(parse_memory_bytes("--device-memory", a.device_memory));
+  else if (opts.device)
+    opts.device_memory = opts.device->memory_bytes;
+  if (opts.device && opts.device->peak_for(opts.dtype) <= 0 && opts.device_tflops <= 0)
+    throw UsageError("--dtype " + std::string(to_string(opts.dtype)) + ": " + opts.device->file +
+                     " gives no peak for it (peak_tflops); give --device-tflops");
+}
+
+void run_plan(const PlanArgs& a) {
+  PlanOptions opts;
+  opts.batch = parse_positive("--batch", a.batch, false);
+  opts.micro_batch = parse_positive("--micro-batch", a.micro_batch, true);
+  const std::int64_t ranks = parse_positive("--ranks", a.ranks, true);
+  if (ranks > (1 << 24)) throw UsageError("--ranks '" + a.ranks + "': too large");
+  opts.dtype = parse_training_data_type("--dtype", a.dtype);
+  opts.sim.model = parse_net_model(a.net_model);
+  if (!a.device_tflops.empty())
+    opts.device_tflops = parse_positive_number("--device-tflops", a.device_tflops);
+  if (!a.memory_reserve.empty()) {
+    if (a.memory_reserve == "0")
+      opts.memory_reserve = 0;
+    else
+      opts.memory_reserve =
+          static_cast<double>(parse_memory_bytes("--memory-reserve", a.memory_reserve));
+  }
+  read_step_flags(a, opts);
   if (!a.measured_step.empty())
     opts.measured_step = parse_seconds("--measured-step", a.measured_step);
   if (!a.recompute.empty()) opts.recompute = parse_recompute(a.recompute);
@@ -175,31 +233,8 @@ void run_plan(const PlanArgs& a) {
                      "registered algorithm), nccl (NCCL's choice, RCCL's on AMD GPUs) or rccl "
                      "(RCCL's choice, AMD GPUs only)");
   if (!a.tp.empty() || !a.pp.empty() || !a.dp.empty() || !a.zero.empty() ||
-      !a.virtual_stages.empty() || a.sequence_parallel) {
-    UserLayout u;
-    auto degree = [](const char* flag, const std::string& text) {
-      if (text.empty()) return 1;
-      const std::int64_t v = parse_positive(flag, text, false);
-      if (v > (1 << 24)) throw UsageError(std::string(flag) + " '" + text + "': too large");
-      return static_cast<int>(v);
-    };
-    u.tp = degree("--tp", a.tp);
-    u.pp = degree("--pp", a.pp);
-    u.dp = a.dp.empty() ? 0 : degree("--dp", a.dp);
-    if (!a.zero.empty()) {
-      if (a.zero.size() != 1 || a.zero[0] < '0' || a.zero[0] > '3')
-        throw UsageError("--zero '" + a.zero + "': expected 0, 1, 2 or 3");
-      u.zero = a.zero[0] - '0';
-    }
-    u.micro_batch = opts.micro_batch;
-    u.virtual_stages = degree("--virtual-stages", a.virtual_stages);
-    u.recompute = opts.recompute.value_or(Recompute::none);
-    u.sequence_parallel = a.sequence_parallel;
-    if (u.sequence_parallel && u.tp == 1)
-      throw UsageError(
-          "--sequence-parallel: splits tensor parallelism's activations; give --tp > 1");
-    opts.user = u;
-  }
+      !a.virtual_stages.empty() || a.sequence_parallel)
+    opts.user = read_user_layout(a, opts);
   if (!a.nccl_version.empty())
     opts.nccl_version = checked_nccl_version("--nccl-version", a.nccl_version);
   opts.explain = a.explain;
@@ -212,28 +247,7 @@ void run_plan(const PlanArgs& a) {
   const std::unique_ptr<Topology> topology = load_topology(a.topology, static_cast<int>(ranks));
   opts.ranks = topology->num_ranks();
   check_ranks_fit(opts.ranks, "--topology " + a.topology);
-  // The GPU: --device, else the topology's "device" (relative to its file).
-  if (!a.device.empty()) {
-    opts.device = load_device(a.device);
-  } else if (!topology->device.empty()) {
-    const std::filesystem::path dir =
-        std::filesystem::path(topology_file(a.topology)).parent_path();
-    const std::string path = (dir / topology->device).lexically_normal().string();
-    try {
-      opts.device = load_device(path);
-    } catch (const FileError& e) {
-      throw FileError(topology_file(a.topology) + ".device = '" + topology->device +
-                      "': " + e.what() + " (give --device FILE)");
-    }
-  }
-  if (!a.device_memory.empty())
-    opts.device_memory =
-        static_cast<double>(parse_memory_bytes("--device-memory", a.device_memory));
-  else if (opts.device)
-    opts.device_memory = opts.device->memory_bytes;
-  if (opts.device && opts.device->peak_for(opts.dtype) <= 0 && opts.device_tflops <= 0)
-    throw UsageError("--dtype " + std::string(to_string(opts.dtype)) + ": " + opts.device->file +
-                     " gives no peak for it (peak_tflops); give --device-tflops");
+  read_device(a, *topology, opts);
   if (a.collectives == "rccl" && !is_amd(topology->nccl.gpu))
     throw UsageError("--collectives rccl: RCCL runs on AMD GPUs, and " + a.topology + "'s GPU is " +
                      to_string(topology->nccl.gpu) +
