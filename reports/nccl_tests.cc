@@ -1860,17 +1860,23 @@ std::string nccl_tests_timestamp() {
   return buf;
 }
 
-Json nccl_tests_json(const Report& report, Collective collective, const std::string& algorithm,
-                     const NcclTestsJsonInfo& info) {
-  // The rows of this (collective, algorithm), paired by (bytes, count, type,
-  // op, root) in order of first appearance.
-  struct Entry {
-    const ResultRow* oop = nullptr;
-    const ResultRow* ip = nullptr;
-  };
-  std::vector<Entry> entries;
+namespace {
+
+// One table line: its out-of-place row, then its in-place one.
+struct JsonEntry {
+  const ResultRow* oop = nullptr;
+  const ResultRow* ip = nullptr;
+};
+
+// The rows of this (collective, algorithm), paired by (bytes, count, type,
+// op, root) in order of first appearance; lo and hi: the sizes' range.
+std::vector<JsonEntry> json_entries(const Report& report, Collective collective,
+                                    const std::string& algorithm, std::int64_t& lo,
+                                    std::int64_t& hi) {
+  std::vector<JsonEntry> entries;
   std::map<std::tuple<std::int64_t, std::int64_t, int, int, int>, std::size_t> index;
-  std::int64_t lo = -1, hi = -1;
+  lo = -1;
+  hi = -1;
   for (const ResultRow& r : report.results) {
     if (r.collective != collective || r.algorithm != algorithm) continue;
     const auto key =
@@ -1878,7 +1884,7 @@ Json nccl_tests_json(const Report& report, Collective collective, const std::str
                         static_cast<int>(r.op.value_or(report.op)), r.root.value_or(report.root));
     auto [it, fresh] = index.emplace(key, entries.size());
     if (fresh) entries.emplace_back();
-    Entry& e = entries[it->second];
+    JsonEntry& e = entries[it->second];
     // An entry is one table line: its out-of-place figures, then its
     // in-place ones. A row that cannot join the latest line of its size
     // (a repeated size, or an out-of-place row after an in-place one)
@@ -1895,25 +1901,12 @@ Json nccl_tests_json(const Report& report, Collective collective, const std::str
     hi = std::max(hi, r.bytes);
   }
 
-  Json j = Json::object();
-  j["version"] = 2;
-  j["start_time"] = info.start_time.empty() ? nccl_tests_timestamp() : info.start_time;
-  Json args = Json::array();
-  if (info.args.empty()) {
-    for (const std::string& a :
-         {std::string("collkit"), std::string(to_string(report.mode)), std::string("--collective"),
-          std::string(to_string(collective)), std::string("--algorithm"), algorithm})
-      args.push_back(a);
-  } else {
-    for (const std::string& a : info.args) args.push_back(a);
-  }
-  j["args"] = std::move(args);
-  j["env"] = Json::array();
-  // "2.21.5" as collkit writes it, or already nccl-tests' integer code.
-  const std::optional<std::string> nccl_version = extra_string(report, "nccl_version");
-  j["nccl_version"] = nccl_version ? nccl_version_code(Json(*nccl_version))
-                                   : extra_integer(report, "nccl_version").value_or(0);
+  return entries;
+}
 
+// nccl-tests' "config": the run's sizes, iterations and devices.
+Json json_config(const Report& report, const NcclTestsJsonInfo& info, std::int64_t lo,
+                 std::int64_t hi) {
   Json config = Json::object();
   const std::int64_t step_factor =
       info.step_factor >= 0 ? info.step_factor : extra_int(report, "step_factor", 1);
@@ -1970,13 +1963,19 @@ Json nccl_tests_json(const Report& report, Collective collective, const std::str
   config["per_iter_timing"] = "false";
   config["parallel_init"] = "false";
   config["devices"] = std::move(devices);
-  j["config"] = std::move(config);
 
+  return config;
+}
+
+// nccl-tests' "results", one per table line, and the average bus bandwidth
+// and wrong elements over them (set on `j`).
+void json_results(const Report& report, Collective collective,
+                  const std::vector<JsonEntry>& entries, const NcclTestsJsonInfo& info, Json& j) {
   Json results = Json::array();
   double busbw_sum = 0;
   int busbw_n = 0;
   std::int64_t wrong = 0;
-  for (const Entry& e : entries) {
+  for (const JsonEntry& e : entries) {
     const ResultRow& any = e.oop ? *e.oop : *e.ip;
     Json r = Json::object();
     r["size"] = any.bytes;
@@ -2004,8 +2003,10 @@ Json nccl_tests_json(const Report& report, Collective collective, const std::str
   j["out_of_bounds"] = {{"count", wrong}, {"okay", wrong == 0 ? "true" : "false"}};
   j["average_bus_bandwidth"] = {{"bandwidth", busbw_n ? busbw_sum / busbw_n : 0.0},
                                 {"okay", "unchecked"}};
-  j["errors"] = Json::array();
+}
 
+// collkit's own key: what ran, on what, from which collkit.
+Json json_collkit(const Report& report, Collective collective, const std::string& algorithm) {
   Json ext = Json::object();
   ext["collkit_version"] = report.collkit_version;
   ext["mode"] = std::string(to_string(report.mode));
@@ -2022,7 +2023,38 @@ Json nccl_tests_json(const Report& report, Collective collective, const std::str
     ext["topology"] = {{"name", report.topology->name},
                        {"file", report.topology->file},
                        {"sha256", report.topology->sha256}};
-  j["collkit"] = std::move(ext);
+  return ext;
+}
+
+}  // namespace
+
+Json nccl_tests_json(const Report& report, Collective collective, const std::string& algorithm,
+                     const NcclTestsJsonInfo& info) {
+  std::int64_t lo = -1, hi = -1;
+  const std::vector<JsonEntry> entries = json_entries(report, collective, algorithm, lo, hi);
+  Json j = Json::object();
+  j["version"] = 2;
+  j["start_time"] = info.start_time.empty() ? nccl_tests_timestamp() : info.start_time;
+  Json args = Json::array();
+  if (info.args.empty()) {
+    for (const std::string& a :
+         {std::string("collkit"), std::string(to_string(report.mode)), std::string("--collective"),
+          std::string(to_string(collective)), std::string("--algorithm"), algorithm})
+      args.push_back(a);
+  } else {
+    for (const std::string& a : info.args) args.push_back(a);
+  }
+  j["args"] = std::move(args);
+  j["env"] = Json::array();
+  // "2.21.5" as collkit writes it, or already nccl-tests' integer code.
+  const std::optional<std::string> nccl_version = extra_string(report, "nccl_version");
+  j["nccl_version"] = nccl_version ? nccl_version_code(Json(*nccl_version))
+                                   : extra_integer(report, "nccl_version").value_or(0);
+
+  j["config"] = json_config(report, info, lo, hi);
+  json_results(report, collective, entries, info, j);
+  j["errors"] = Json::array();
+  j["collkit"] = json_collkit(report, collective, algorithm);
   j["end_time"] = info.end_time.empty() ? nccl_tests_timestamp() : info.end_time;
   return j;
 }
