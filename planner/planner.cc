@@ -1753,9 +1753,11 @@ PlanResult make_plan(const Model& model, const Topology& topology, const PlanOpt
   return res;
 }
 
-Json plan_json(const PlanResult& res, const Model& model, const Topology& topology,
-               const PlanOptions& opts) {
-  Json j;
+namespace {
+
+// The plan's inputs: model, cluster, batch, device and step options.
+void plan_inputs_json(Json& j, const PlanResult& res, const Model& model, const Topology& topology,
+                      const PlanOptions& opts) {
   j["mode"] = "plan";
   j["model"] = {{"name", model.name}, {"file", model.file}, {"params", model.total_params()}};
   j["topology"] = {
@@ -1794,10 +1796,23 @@ Json plan_json(const PlanResult& res, const Model& model, const Topology& topolo
                        {"overlap_p2p", opts.step.overlap_p2p},
                        {"overlap_tp", opts.step.overlap_tp},
                        {"fused_grad_accumulation", opts.step.fused_grad_accumulation}};
-  const Layout& lay = res.plan.layout;
-  j["layout"] = layout_json(lay, res.plan);
+}
+
+// A collective of the plan, with NCCL's choice explained (--explain).
+Json explained_use_json(const CollectiveUse& u, const Topology& topology, const PlanOptions& opts) {
+  Json cj = use_json(u);
+  if (opts.explain && opts.nccl) {
+    Json x = nccl_explain_json(u, topology, opts);
+    if (!x.is_null()) cj["nccl_explain"] = std::move(x);
+  }
+  return cj;
+}
+
+// Each layer of the plan: its strategy, collectives, times and memory.
+Json layers_json(const Plan& plan, const Topology& topology, const PlanOptions& opts) {
+  const Layout& lay = plan.layout;
   Json layers = Json::array();
-  for (const LayerPlan& lp : res.plan.layers) {
+  for (const LayerPlan& lp : plan.layers) {
     Json l;
     l["name"] = lp.name;
     l["kind"] = to_string(lp.kind);
@@ -1808,14 +1823,8 @@ Json plan_json(const PlanResult& res, const Model& model, const Topology& topolo
     l["instances_per_rank"] = lp.instances_per_rank;
     if (lay.pp > 1) l["stages"] = {lp.first_stage, lp.last_stage};
     Json cs = Json::array();
-    for (const CollectiveUse& u : lp.collectives) {
-      Json cj = use_json(u);
-      if (opts.explain && opts.nccl) {
-        Json x = nccl_explain_json(u, topology, opts);
-        if (!x.is_null()) cj["nccl_explain"] = std::move(x);
-      }
-      cs.push_back(std::move(cj));
-    }
+    for (const CollectiveUse& u : lp.collectives)
+      cs.push_back(explained_use_json(u, topology, opts));
     l["collectives"] = cs;
     l["time_us"] = lp.time * 1e6;
     l["compute_us"] = {{"forward", lp.compute.fwd * 1e6},
@@ -1828,16 +1837,68 @@ Json plan_json(const PlanResult& res, const Model& model, const Topology& topolo
     l["reason"] = lp.reason;
     layers.push_back(l);
   }
-  j["layers"] = layers;
-  Json pipe = Json::array();
-  for (const CollectiveUse& u : res.plan.pipeline) {
-    Json cj = use_json(u);
-    if (opts.explain && opts.nccl) {
-      Json x = nccl_explain_json(u, topology, opts);
-      if (!x.is_null()) cj["nccl_explain"] = std::move(x);
+  return layers;
+}
+
+// The uniform strategies the plan was compared with.
+Json uniform_json(const PlanResult& res) {
+  Json uni = Json::array();
+  for (const Alternative& a : res.uniform) {
+    Json u;
+    u["strategy"] = a.name;
+    u["valid"] = a.valid;
+    if (a.valid) {
+      u["data_parallel"] = a.layout.dp;
+      u["micro_batch"] = a.layout.micro_batch;
+      u["micro_batches"] = a.layout.micro_batches;
+      if (a.priced) {
+        u["step_time_us"] = a.step_time * 1e6;
+        u["time_us"] = a.time * 1e6;
+      }
+      u["memory"] = memory_json(a.memory);
+      u["fits"] = a.fits;
     }
-    pipe.push_back(std::move(cj));
+    uni.push_back(u);
   }
+  return uni;
+}
+
+// The layout the user gave (--tp, --pp, ...), priced as given.
+Json user_layout_json(const PlanResult& res, const PlanOptions& opts) {
+  const Plan& p = *res.user;
+  Json layers_u = Json::array();
+  for (const LayerPlan& lp : p.layers)
+    layers_u.push_back({{"name", lp.name},
+                        {"strategy", to_string(lp.choice.strategy)},
+                        {"zero_stage", lp.choice.zero_stage},
+                        {"time_us", lp.time * 1e6},
+                        {"memory", memory_json(lp.memory)}});
+  Json ul = layout_json(p.layout, p);
+  ul["zero_stage"] = opts.user->zero;
+  return {{"layout", ul},
+          {"layers", layers_u},
+          {"step", step_json(p, res, opts)},
+          {"totals",
+           {{"step_time_us", p.step_time() * 1e6},
+            {"comm_time_us", p.comm_time * 1e6},
+            {"bubble_time_us", p.bubble_time * 1e6},
+            {"compute_time_us", p.compute_time * 1e6},
+            {"memory", memory_json(p.memory)},
+            {"fits", p.fits}}},
+          {"difference", res.user_diff}};
+}
+
+}  // namespace
+
+Json plan_json(const PlanResult& res, const Model& model, const Topology& topology,
+               const PlanOptions& opts) {
+  Json j;
+  plan_inputs_json(j, res, model, topology, opts);
+  j["layout"] = layout_json(res.plan.layout, res.plan);
+  j["layers"] = layers_json(res.plan, topology, opts);
+  Json pipe = Json::array();
+  for (const CollectiveUse& u : res.plan.pipeline)
+    pipe.push_back(explained_use_json(u, topology, opts));
   j["pipeline"] = pipe;
   j["step"] = step_json(res.plan, res, opts);
   j["totals"] = {{"step_time_us", res.plan.step_time() * 1e6},
@@ -1858,48 +1919,8 @@ Json plan_json(const PlanResult& res, const Model& model, const Topology& topolo
                    {"time_us", res.cheapest.time * 1e6},
                    {"memory_total_bytes", res.cheapest.memory.total()},
                    {"fits", res.cheapest.fits}};
-  Json uni = Json::array();
-  for (const Alternative& a : res.uniform) {
-    Json u;
-    u["strategy"] = a.name;
-    u["valid"] = a.valid;
-    if (a.valid) {
-      u["data_parallel"] = a.layout.dp;
-      u["micro_batch"] = a.layout.micro_batch;
-      u["micro_batches"] = a.layout.micro_batches;
-      if (a.priced) {
-        u["step_time_us"] = a.step_time * 1e6;
-        u["time_us"] = a.time * 1e6;
-      }
-      u["memory"] = memory_json(a.memory);
-      u["fits"] = a.fits;
-    }
-    uni.push_back(u);
-  }
-  j["uniform"] = uni;
-  if (res.user) {
-    const Plan& p = *res.user;
-    Json layers_u = Json::array();
-    for (const LayerPlan& lp : p.layers)
-      layers_u.push_back({{"name", lp.name},
-                          {"strategy", to_string(lp.choice.strategy)},
-                          {"zero_stage", lp.choice.zero_stage},
-                          {"time_us", lp.time * 1e6},
-                          {"memory", memory_json(lp.memory)}});
-    Json ul = layout_json(p.layout, p);
-    ul["zero_stage"] = opts.user->zero;
-    j["user_layout"] = {{"layout", ul},
-                        {"layers", layers_u},
-                        {"step", step_json(p, res, opts)},
-                        {"totals",
-                         {{"step_time_us", p.step_time() * 1e6},
-                          {"comm_time_us", p.comm_time * 1e6},
-                          {"bubble_time_us", p.bubble_time * 1e6},
-                          {"compute_time_us", p.compute_time * 1e6},
-                          {"memory", memory_json(p.memory)},
-                          {"fits", p.fits}}},
-                        {"difference", res.user_diff}};
-  }
+  j["uniform"] = uniform_json(res);
+  if (res.user) j["user_layout"] = user_layout_json(res, opts);
   j["verdict"] = res.verdict;
   j["simulations"] = res.simulations;
   j["layouts_priced"] = res.layouts_priced;
