@@ -46,9 +46,13 @@ std::uint64_t pair_key(int src, int dst) {
 // order matters only between ops on one peer; programs list their in-node
 // peers by index, which the turn rotates).
 void sort_step(std::vector<OpKey>& step) {
-  std::stable_sort(step.begin(), step.end(), [](const OpKey& a, const OpKey& b) {
+  // Insertion sort: stable, and a step has a few dozen ops at most.
+  const auto before = [](const OpKey& a, const OpKey& b) {
     return a.kind != b.kind ? a.kind < b.kind : a.peer < b.peer;
-  });
+  };
+  for (std::size_t i = 1; i < step.size(); ++i)
+    for (std::size_t j = i; j > 0 && before(step[j], step[j - 1]); --j)
+      std::swap(step[j], step[j - 1]);
 }
 
 // Every rank's program against its representative's, turned; collects the
@@ -64,6 +68,13 @@ std::string check_programs(const Schedule& schedule, const RankTurn& turn,
     const int k = turn.power(dst);
     return pair_key(turn.apply(src, (order - k) % order), turn.rep(dst));
   };
+  // Rank 0's program, suspended at its first communication, for the whole
+  // check: schedules share per-call state among their programs for as
+  // long as one of them holds it (the nccl family's NVLS plans, O(p) to
+  // build), and the check's programs run one at a time.
+  Generator<Step> keep = schedule.program(0);
+  while (keep.next() && !keep.value().has_communication()) {
+  }
   for (int r0 = 0; r0 < p; ++r0) {
     if (turn.power(r0) != 0) continue;
     ops.clear();
