@@ -1520,7 +1520,7 @@ SimResult simulate(const Schedule& schedule, const Topology& topology, const Sim
                      std::string(to_string(schedule.spec().collective)) + "/" +
                      schedule.spec().algorithm + " needs " + std::to_string(schedule.ranks()));
   const sim_detail::OrbitPlan plan = sim_detail::plan_orbits(schedule, topology, options);
-  SimResult result = Engine(schedule, topology, options, plan.turn).run();
+  SimResult result = Engine(schedule, topology, options, plan.turn ? &*plan.turn : nullptr).run();
   result.orbit_note = plan.note;
   return result;
 }

@@ -155,14 +155,22 @@ OrbitPlan plan_orbits(const Schedule& schedule, const Topology& topology,
     plan.note = "none: off (--no-orbits)";
     return plan;
   }
-  // The larger orbits first.
-  const RankTurn* offered[2] = {topology.turn(TurnKind::node), topology.turn(TurnKind::local)};
-  if (offered[0] && offered[1] && offered[1]->order() > offered[0]->order())
-    std::swap(offered[0], offered[1]);
-  if (!offered[0] && !offered[1]) {
+  std::vector<RankTurn> offered;
+  if (const RankTurn* node = topology.turn(TurnKind::node)) {
+    offered.push_back(*node);
+    if (node->nodes % 2 == 0 && node->nodes >= 4) {
+      offered.push_back(*node);
+      offered.back().stride = 2;
+    }
+  }
+  if (const RankTurn* local = topology.turn(TurnKind::local)) offered.push_back(*local);
+  if (offered.empty()) {
     plan.note = "none: the topology offers no proven turn of its ranks";
     return plan;
   }
+  // The larger orbits first.
+  std::stable_sort(offered.begin(), offered.end(),
+                   [](const RankTurn& a, const RankTurn& b) { return a.order() > b.order(); });
   const int p = schedule.ranks();
   for (int r = 0; r < p; ++r) {
     const EndpointProps ep = topology.endpoint(r);
@@ -173,9 +181,10 @@ OrbitPlan plan_orbits(const Schedule& schedule, const Topology& topology,
     }
   }
   std::string why;
-  for (const RankTurn* turn : offered) {
-    if (!turn) continue;
-    const std::string name(to_string(turn->kind));
+  for (const RankTurn& t : offered) {
+    const RankTurn* turn = &t;
+    const std::string name = std::string(to_string(turn->kind)) +
+                             (turn->stride > 1 ? " by " + std::to_string(turn->stride) : "");
     if (static_cast<std::int64_t>(turn->nodes) * turn->per_node != p) {
       why += (why.empty() ? "" : "; ") + name + ": the schedule has " + std::to_string(p) +
              " of the topology's ranks";
@@ -188,7 +197,7 @@ OrbitPlan plan_orbits(const Schedule& schedule, const Topology& topology,
       why += (why.empty() ? "" : "; ") + name + ": " + differs;
       continue;
     }
-    plan.turn = turn;
+    plan.turn = t;
     plan.note = name + ", " + std::to_string(turn->order()) + " ranks per orbit, " +
                 std::to_string(p / turn->order()) + " simulated";
     return plan;

@@ -5,6 +5,7 @@
 // take it; sim/engine.cc runs it. Private to sim/.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "algorithms/schedule.h"
@@ -19,8 +20,8 @@ namespace collkit::sim_detail {
 double hop_extra(const ScheduleSpec& spec, int src, int dst);
 
 struct OrbitPlan {
-  const RankTurn* turn = nullptr;  // null: the plain run
-  std::string note;                // the turn taken, or why none
+  std::optional<RankTurn> turn;  // none: the plain run
+  std::string note;              // the turn taken, or why none
 };
 
 // The turn the run may take, proven for this schedule on this topology:
@@ -29,7 +30,9 @@ struct OrbitPlan {
 // or dirty-data factors), every rank's program is its representative's
 // turned, op for op (kind, peer turned, counts, combine, lanes, fans), and
 // every route between a pair the programs use maps to the route of its
-// image (with equal hop_extra). The turn of larger orbits is tried first.
+// image (with equal hop_extra). Tried: the node turn, the node turn two
+// nodes at a time (NCCL's rings alternate the order of GPUs from node to
+// node), the rail turn; larger orbits first.
 OrbitPlan plan_orbits(const Schedule& schedule, const Topology& topology,
                       const SimOptions& options);
 

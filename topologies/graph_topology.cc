@@ -234,25 +234,28 @@ std::optional<RankTurn> GraphTopology::check_turn(TurnKind kind, const std::vect
   }
   // Cycles (image is a bijection: every pair's links go to a pair with at
   // least as many, and sigma is a permutation, so counts are equal).
-  turn.cycle.reserve(m);
-  turn.start.assign(m, -1);
-  turn.len.assign(m, 0);
-  turn.pos.assign(m, 0);
+  auto cycles = std::make_shared<LinkCycles>();
+  LinkCycles& c = *cycles;
+  c.cycle.reserve(m);
+  c.start.assign(m, -1);
+  c.len.assign(m, 0);
+  c.pos.assign(m, 0);
   for (std::size_t l = 0; l < m; ++l) {
-    if (turn.start[l] >= 0) continue;
-    const auto begin = static_cast<std::int64_t>(turn.cycle.size());
+    if (c.start[l] >= 0) continue;
+    const auto begin = static_cast<std::int64_t>(c.cycle.size());
     LinkId x = static_cast<LinkId>(l);
     do {
-      if (turn.start[x] >= 0) return std::nullopt;  // not a bijection
-      turn.start[x] = begin;
-      turn.pos[x] = static_cast<std::int32_t>(turn.cycle.size() - begin);
-      turn.cycle.push_back(x);
+      if (c.start[x] >= 0) return std::nullopt;  // not a bijection
+      c.start[x] = begin;
+      c.pos[x] = static_cast<std::int32_t>(c.cycle.size() - begin);
+      c.cycle.push_back(x);
       x = image[x];
     } while (x != static_cast<LinkId>(l));
-    const auto len = static_cast<std::int32_t>(turn.cycle.size() - begin);
+    const auto len = static_cast<std::int32_t>(c.cycle.size() - begin);
     if (order % len != 0) return std::nullopt;
-    for (std::int64_t i = begin; i < begin + len; ++i) turn.len[turn.cycle[i]] = len;
+    for (std::int64_t i = begin; i < begin + len; ++i) c.len[c.cycle[i]] = len;
   }
+  turn.links = std::move(cycles);
   return turn;
 }
 
