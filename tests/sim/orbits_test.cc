@@ -259,3 +259,60 @@ TEST(Orbits, ExplicitFileTakesThePlainRun) {
 
 }  // namespace
 }  // namespace collkit
+
+namespace collkit {
+namespace {
+
+// Four endpoints on a ring of cables, claimed symmetric under r -> r + 1
+// (which it is). Between opposite ranks there are two equal-cost paths and
+// the tie-break takes the destination's index: 0 -> 2 goes by 1, but 2 ->
+// 0 also goes by 1, not by 3 as 0 -> 2 turned twice would. A schedule with
+// such pairs must take the plain run (the route check refuses); one with
+// neighbours only is reduced.
+std::unique_ptr<GraphTopology> ring_of_four() {
+  auto g = std::make_unique<GraphTopology>();
+  for (int r = 0; r < 4; ++r) g->add_node("r" + std::to_string(r), false);
+  for (int r = 0; r < 4; ++r) g->add_cable(r, (r + 1) % 4, LinkProps{50e9, 1e-6});
+  g->set_turn(TurnKind::local, {1, 2, 3, 0}, 1, 4);
+  g->finalize();
+  return g;
+}
+
+SimResult run_on(const Topology& topo, Collective c, const std::string& algorithm, bool orbits) {
+  ScheduleSpec spec;
+  spec.collective = c;
+  spec.algorithm = algorithm;
+  spec.ranks = 4;
+  spec.elem_size = 4;
+  spec.count = 4096;
+  SimOptions options;
+  options.orbits = orbits;
+  return simulate(*make_schedule(spec), topo, options);
+}
+
+TEST(Orbits, RoutesThatDoNotTurnTakeThePlainRun) {
+  const auto topo = ring_of_four();
+  ASSERT_NE(topo->turn(TurnKind::local), nullptr);
+  std::vector<LinkId> there, back;
+  topo->route(0, 2, there);
+  topo->route(2, 0, back);
+  ASSERT_EQ(there.size(), 2u);
+  ASSERT_EQ(back.size(), 2u);
+  // Both routes pass rank 1: 2 -> 0 is not 0 -> 2 turned twice.
+  EXPECT_EQ(topo->link_dst(there[0]), 1);
+  EXPECT_EQ(topo->link_dst(back[0]), 1);
+
+  const SimResult neighbours = run_on(*topo, Collective::all_gather, "ring", true);
+  EXPECT_EQ(neighbours.orbit, 4) << neighbours.orbit_note;
+  EXPECT_LE(
+      std::abs(neighbours.time / run_on(*topo, Collective::all_gather, "ring", false).time - 1),
+      1e-12);
+
+  const SimResult across = run_on(*topo, Collective::all_to_all, "nccl:p2p", true);
+  EXPECT_EQ(across.orbit, 1);
+  EXPECT_NE(across.orbit_note.find("the route from rank"), std::string::npos) << across.orbit_note;
+  EXPECT_EQ(across.time, run_on(*topo, Collective::all_to_all, "nccl:p2p", false).time);
+}
+
+}  // namespace
+}  // namespace collkit
