@@ -1430,7 +1430,7 @@ class Engine {
     std::string msg =
         "deadlock in schedule " + std::string(to_string(schedule_.spec().collective)) + "/" +
         schedule_.spec().algorithm + " (p=" + std::to_string(p_) +
-        "): " + std::to_string(p_ - finished_) + " rank(s) cannot finish; stuck ranks:";
+        "): " + std::to_string(p_ - finished_ * order_) + " rank(s) cannot finish; stuck ranks:";
     constexpr std::size_t kShown = 8;
     for (std::size_t i = 0; i < waiting.size() && i < kShown; ++i) {
       const Waiting& w = waiting[i];
