@@ -176,14 +176,16 @@ BENCHMARK(BM_SweepDgxH100)->Unit(benchmark::kMillisecond);
 // generator.nodes set to N: the channel search, NCCL's choice, building the
 // schedule and simulating it, all timed. Arguments: N, fold (0: NVLS
 // channels channel by channel instead of folded, ScheduleSpec::
-// fold_channels, the same times with more transfers), and the collective
-// (0 all_reduce, 1 all_gather, 2 reduce_scatter). Targets (issue 41): N =
-// 128 (1024 ranks) <= 1 s; N = 2048 (16,384 ranks) <= 10 s; N = 16384
-// (131,072 ranks) <= 5 minutes and <= 8 GB. Filter on one case to read its
-// peak RSS (the process's high-water mark). all_gather and reduce_scatter
-// are listed at N = 128 only: NCCL's choice there is ring, p^2 events, and
-// at N = 2048 one had not finished in 6 minutes of CPU (docs/results/
-// parallel.md); N = 16384 all_reduce took 28 minutes of CPU (ibid.).
+// fold_channels, the same times with more transfers), the collective
+// (0 all_reduce, 1 all_gather, 2 reduce_scatter) and the orbit reduction
+// (1 on, the default; 0 every rank: SimOptions::orbits, the same times).
+// Targets (issue 41): N = 128 (1024 ranks) <= 1 s; N = 2048 (16,384 ranks)
+// <= 10 s; N = 16384 (131,072 ranks) <= 5 minutes and <= 8 GB. Filter on
+// one case to read its peak RSS (the process's high-water mark).
+// all_gather and reduce_scatter are NCCL's ring, p^2 events (and the orbit
+// check walks every rank's program: p^2 ops too), so they are listed up to
+// N = 2048; without the reduction N = 16384 all_reduce took 28 minutes of
+// CPU (docs/results/parallel.md).
 void BM_NcclCluster(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0));
   const bool fold = state.range(1) != 0;
@@ -218,19 +220,27 @@ void BM_NcclCluster(benchmark::State& state) {
     spec.count = size.spec_count;
     spec = nccl_schedule_spec(spec, ctx, choice, *topo);
     spec.fold_channels = fold;
-    r = simulate(*make_schedule(spec), *topo);
+    SimOptions options;
+    options.orbits = state.range(3) != 0;
+    r = simulate(*make_schedule(spec), *topo, options);
   }
   report(state, r);
   state.counters["channels"] = choice.channels;
-  state.SetLabel(std::string(to_string(collective)) + " " + describe(choice));
+  state.counters["orbit"] = r.orbit;
+  state.SetLabel(std::string(to_string(collective)) + " " + describe(choice) +
+                 ", orbits: " + r.orbit_note);
 }
 BENCHMARK(BM_NcclCluster)
-    ->Args({128, 1, 0})
-    ->Args({128, 0, 0})
-    ->Args({128, 1, 1})
-    ->Args({128, 1, 2})
-    ->Args({2048, 1, 0})
-    ->Args({16384, 1, 0})
+    ->Args({128, 1, 0, 1})
+    ->Args({128, 1, 0, 0})
+    ->Args({128, 0, 0, 1})
+    ->Args({128, 1, 1, 1})
+    ->Args({128, 1, 1, 0})
+    ->Args({128, 1, 2, 1})
+    ->Args({2048, 1, 0, 1})
+    ->Args({2048, 1, 1, 1})
+    ->Args({2048, 1, 2, 1})
+    ->Args({16384, 1, 0, 1})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -95,6 +96,7 @@ struct SimulateArgs {
   std::string nccl_version;     // --nccl-version; empty = the topology's, else the default
   bool explain = false;
   bool quiet = false;
+  bool no_orbits = false;
   int jobs = 0;  // --jobs; 0 = every core
 };
 
@@ -186,6 +188,7 @@ void run_simulate(const SimulateArgs& a) {
   SimOptions options;
   options.model = parse_net_model(a.model);
   options.launch_devices = parse_launch_mode(a.launch);
+  options.orbits = !a.no_orbits;
   // Outputs: writable, distinct, none of them an input; -J is one
   // nccl-tests JSON file per algorithm.
   std::vector<PathArg> outputs = {{"--json", a.json_path}, {"--csv", a.csv_path}};
@@ -310,11 +313,12 @@ void run_simulate(const SimulateArgs& a) {
     // when it ends, and the elapsed time keeps moving meanwhile.
     progress.start_ticker();
     std::size_t before = 0;
+    std::vector<std::string> orbits;  // each row's orbit note
     for (const SweepSpec& s : sweeps) {
       const std::size_t points = s.algorithms.size() * s.sizes.size();
-      Report part = simulate_report(s, *topology, options, [&](std::size_t done, std::size_t) {
-        progress.update(before + done);
-      });
+      Report part = simulate_report(
+          s, *topology, options,
+          [&](std::size_t done, std::size_t) { progress.update(before + done); }, &orbits);
       before += points;
       if (mixed)
         for (ResultRow& row : part.results) {
@@ -329,6 +333,17 @@ void run_simulate(const SimulateArgs& a) {
       for (ResultRow& row : part.results) report.results.push_back(std::move(row));
     }
     report.best = compute_best(report.results);
+    // The engine's orbit reduction (docs/SIMULATOR.md, "Orbits") where it
+    // was taken, each turn once; the plain run is silent.
+    std::map<std::string, int> taken;
+    for (const std::string& note : orbits)
+      if (!note.empty() && note.rfind("none: ", 0) != 0) ++taken[note];
+    if (!a.quiet)
+      for (const auto& [note, rows] : taken)
+        std::fprintf(stderr,
+                     "collkit: note: %d of %zu rows simulated one rank per orbit (%s; "
+                     "--no-orbits runs every rank)\n",
+                     rows, orbits.size(), note.c_str());
   }
   report.collkit_version = COLLKIT_VERSION;
   report.extra["min_bytes"] = min_bytes;
@@ -449,6 +464,10 @@ void add_simulate_command(CLI::App& app) {
                   "The NCCL version whose cost model makes NCCL's choice for the nccl "
                   "algorithms, e.g. 2.29.2 (2.18.1 to 2.30.x; default: the topology's "
                   "nccl.version, else 2.26.2; docs/NCCL.md, \"Versions\")");
+  cmd->add_flag("--no-orbits", a->no_orbits,
+                "Simulate every rank, even where ranks are proven to behave identically (the "
+                "orbit reduction, docs/SIMULATOR.md \"Orbits\"; the times are the same to "
+                "rounding)");
   cmd->add_flag("--explain", a->explain,
                 "After the table, for each size: every (algorithm, protocol, channels) NCCL "
                 "weighs, its estimate, the simulated time of each, and the NCCL settings that "

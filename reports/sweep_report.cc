@@ -21,8 +21,11 @@ Report sweep_report(const SweepSpec& sweep, const std::vector<SweepPoint>& point
 }
 
 Report simulate_report(const SweepSpec& sweep, const Topology& topology, const SimOptions& options,
-                       const ProgressFn& progress) {
-  Report report = sweep_report(sweep, simulate_sweep(sweep, topology, options, progress));
+                       const ProgressFn& progress, std::vector<std::string>* orbits) {
+  const std::vector<SweepPoint> points = simulate_sweep(sweep, topology, options, progress);
+  if (orbits)
+    for (const SweepPoint& p : points) orbits->push_back(p.orbits);
+  Report report = sweep_report(sweep, points);
   report.mode = ReportMode::simulate;
   report.backend = Backend::sim;
   report.topology = TopologyInfo{topology.name, topology.file, topology.sha256};

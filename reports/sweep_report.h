@@ -18,8 +18,10 @@ namespace collkit {
 Report sweep_report(const SweepSpec& sweep, const std::vector<SweepPoint>& points);
 
 // simulate_sweep as a report of mode simulate, backend sim, with the
-// topology and extra["model"] filled.
+// topology and extra["model"] filled. `orbits`, when given, receives each
+// row's orbit note (SweepPoint::orbits) in row order: not part of the
+// report, whose files stay as they were.
 Report simulate_report(const SweepSpec& sweep, const Topology& topology, const SimOptions& options,
-                       const ProgressFn& progress = {});
+                       const ProgressFn& progress = {}, std::vector<std::string>* orbits = nullptr);
 
 }  // namespace collkit

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "sim/flat_map.h"
 #include "sim/flow_network.h"
+#include "sim/orbits.h"
 
 namespace collkit {
 namespace {
@@ -186,7 +187,8 @@ static_assert(sizeof(Eager) == 64, "one cache line per eager send");
 
 class Engine {
  public:
-  Engine(const Schedule& schedule, const Topology& topology, const SimOptions& options)
+  Engine(const Schedule& schedule, const Topology& topology, const SimOptions& options,
+         const RankTurn* turn)
       : schedule_(schedule),
         topology_(topology),
         options_(options),
@@ -196,7 +198,9 @@ class Engine {
         protocol_(schedule.spec().protocol != Protocol::none ? schedule.spec().protocol
                                                              : topology.default_protocol),
         efficiency_(topology.protocol(protocol_).efficiency),
-        rank_rate_(schedule.spec().rank_rate) {
+        rank_rate_(schedule.spec().rank_rate),
+        turn_(turn),
+        order_(turn ? turn->order() : 1) {
     routes_.resize(route_cache_size(p_));
     if (options_.model == NetModel::flow) network_.emplace(topology_);
     if (options_.rank_times) result_.rank_times.assign(static_cast<std::size_t>(p_), 0.0);
@@ -211,13 +215,20 @@ class Engine {
     // The protocol's base latency: every rank starts its program after it.
     const double base = std::max(
         0.0, topology_.protocol(protocol_).base_latency + schedule_.spec().base_extra_latency);
+    // Under a turn only the representatives run: each stands for its orbit.
     for (int r = 0; r < p_; ++r) {
+      if (turn_ && turn_->power(r) != 0) continue;
       ranks_[r].program = schedule_.program(r);
       advance(r, base);
       drain();
     }
     if (options_.model == NetModel::flow) run_network();
-    if (finished_ != p_ || unmatched_posts()) throw_deadlock();
+    if (finished_ != p_ / order_ || unmatched_posts()) throw_deadlock();
+    if (turn_ && options_.rank_times)
+      for (int r = 0; r < p_; ++r) result_.rank_times[r] = result_.rank_times[turn_->rep(r)];
+    result_.orbit = order_;
+    result_.messages *= order_;
+    result_.bytes *= order_;
     double launch = 0;
     for (int r = 0; r < p_; ++r) launch = std::max(launch, topology_.endpoint(r).launch);
     result_.launch_floor = launch * std::max(1, options_.launch_devices);
@@ -228,17 +239,8 @@ class Engine {
   }
 
  private:
-  // What the schedule's algorithm pays beyond the topology's figures on a
-  // transfer from src to dst (ScheduleSpec::hop_extra_latency).
   double hop_extra(int src, int dst) const {
-    const ScheduleSpec& spec = schedule_.spec();
-    if (spec.hop_extra_latency[0] == 0 && spec.hop_extra_latency[1] == 0) return 0;
-    const ChannelPlan* plan = spec.plan.get();
-    const bool same_node = plan && !plan->node_of.empty()
-                               ? plan->node_of[static_cast<std::size_t>(src)] ==
-                                     plan->node_of[static_cast<std::size_t>(dst)]
-                               : false;
-    return spec.hop_extra_latency[same_node ? 0 : 1];
+    return sim_detail::hop_extra(schedule_.spec(), src, dst);
   }
 
   // Runs the rank's steps from time `t` until one communicates (its ops are
@@ -313,6 +315,7 @@ class Engine {
   // the rank's own receives will take. Hints only: what post() finds is
   // unchanged.
   void prefetch_posts(int rank, const Step& step) {
+    if (turn_) return;  // posts go to their canonical pair (post()), not these
     const bool eager = pipelined(rank);
     for (const Op& op : step.ops) {
       if ((op.kind != OpKind::send && op.kind != OpKind::recv) || op.peer < 0 || op.peer >= p_)
@@ -490,8 +493,17 @@ class Engine {
       throw ScheduleError(describe_op(rank, op) + ": peer out of range for " + std::to_string(p_) +
                           " ranks");
     if (count < 0) throw ScheduleError(describe_op(rank, op) + ": negative count");
-    const int src = is_send ? rank : op.peer;
-    const int dst = is_send ? op.peer : rank;
+    int src = is_send ? rank : op.peer;
+    int dst = is_send ? op.peer : rank;
+    if (turn_ && is_send) {
+      // Under a turn a send to a rank k turns from its representative is
+      // the pair turned back k times: posted at that representative.
+      const int k = turn_->power(dst);
+      if (k != 0) {
+        src = turn_->apply(src, order_ - k);
+        dst = turn_->rep(dst);
+      }
+    }
     const bool my_dirty = is_send && is_dirty(rank, op.src);
     Post other{};
     if (!take_match(dst, src, is_send, other)) {
@@ -928,7 +940,7 @@ class Engine {
       slots = scratch_slots_.data();
     }
     if (network_)
-      for (std::uint32_t i = 0; i < r.hops; ++i) slots[i] = network_->link_slot(route_[i]);
+      for (std::uint32_t i = 0; i < r.hops; ++i) slots[i] = link_slot(route_[i]);
     r.slots = slots;
     return r;
   }
@@ -1013,8 +1025,8 @@ class Engine {
       copy_coeff_.assign(r.hops, r.bottleneck);
       copy_coeff_.push_back(1.0);
       copy_coeff_.push_back(1.0);
-      network_->add(begin, copy_slots_.data(), hops, cost_bytes / r.bottleneck, tag, lanes,
-                    copy_coeff_.data());
+      add_flow(begin, copy_slots_.data(), hops, cost_bytes / r.bottleneck, tag, lanes,
+               copy_coeff_.data());
       return eager_id;
     }
     if (limited) {
@@ -1025,19 +1037,18 @@ class Engine {
       copy_slots_.push_back(rate_slot(src));
       copy_coeff_.assign(r.hops, 1.0);
       copy_coeff_.push_back(bytes / cost_bytes);
-      network_->add(begin, copy_slots_.data(), r.hops + 1, cost_bytes, tag, lanes,
-                    copy_coeff_.data());
+      add_flow(begin, copy_slots_.data(), r.hops + 1, cost_bytes, tag, lanes, copy_coeff_.data());
       return eager_id;
     }
-    if (!in_network && lanes == 1) {
+    if (!in_network && lanes == 1 && !turn_) {
       network_->add(begin, r.slots, r.hops, cost_bytes, tag);
       return eager_id;
     }
     // The general form: per-hop coefficients (in-network fans) and lanes.
     if (in_network) {
-      network_->add(begin, split.slots, split.count, cost_bytes, tag, lanes, split.coeff.data());
+      add_flow(begin, split.slots, split.count, cost_bytes, tag, lanes, split.coeff.data());
     } else {
-      network_->add(begin, r.slots, r.hops, cost_bytes, tag, lanes);
+      add_flow(begin, r.slots, r.hops, cost_bytes, tag, lanes);
     }
     return eager_id;
   }
@@ -1174,7 +1185,7 @@ class Engine {
     if (g.in_network && network_) {
       if (g.hops > kCachedHops) long_split_slots_.resize(g.hops + 2);
       std::uint32_t* slots = g.hops <= kCachedHops ? g.slots : long_split_slots_.data();
-      for (std::uint32_t i = 0; i < g.hops; ++i) slots[i] = network_->link_slot(split_route_[i]);
+      for (std::uint32_t i = 0; i < g.hops; ++i) slots[i] = link_slot(split_route_[i]);
       slots[g.hops] = port_slot(split_route_[into], g.port_bw);
       slots[g.hops + 1] = port_slot(split_route_[into + 1], g.port_bw);
     }
@@ -1190,6 +1201,7 @@ class Engine {
 
   // The virtual link of ScheduleSpec::rank_rate that `rank`'s sends share.
   std::uint32_t rate_slot(int rank) {
+    rank = owner(rank);  // under a turn, one virtual link per orbit of them (weight 1)
     if (rate_slots_.empty()) rate_slots_.assign(static_cast<std::size_t>(p_), kNil);
     std::uint32_t& slot = rate_slots_[static_cast<std::size_t>(rank)];
     if (slot == kNil) slot = network_->add_virtual_link(rank_rate_);
@@ -1197,10 +1209,60 @@ class Engine {
   }
 
   std::uint32_t port_slot(LinkId link, double bw) {
+    if (turn_) link = turn_->rep_link(link);
     bool inserted = false;
     std::uint32_t& slot = port_slots_.insert(static_cast<std::uint64_t>(link), inserted);
-    if (inserted) slot = network_->add_virtual_link(bw);
+    if (inserted) {
+      slot = network_->add_virtual_link(bw);
+      if (turn_) set_multiplicity(slot, link);
+    }
     return slot;
+  }
+
+  // The network slot of a topology link: under a turn, its orbit
+  // representative's, which carries the orbit's flows (set_multiplicity).
+  std::uint32_t link_slot(LinkId link) {
+    if (!turn_) return network_->link_slot(link);
+    link = turn_->rep_link(link);
+    const std::uint32_t slot = network_->link_slot(link);
+    set_multiplicity(slot, link);
+    return slot;
+  }
+  // A flow entered once for its orbit of `order` flows loads the
+  // representative of a link orbit of size s with order / s of its own
+  // load per hop in that orbit: each hop's link is hit by order / s of the
+  // flow's images (the turn acts freely on ranks, so the images are
+  // distinct flows), and by symmetry every flow of the orbit has one rate.
+  void set_multiplicity(std::uint32_t slot, LinkId rep) {
+    if (multiplicity_.size() <= slot) multiplicity_.resize(slot + 1, 1.0);
+    multiplicity_[slot] = static_cast<double>(order_) / turn_->orbit_size(rep);
+  }
+  double multiplicity(std::uint32_t slot) const {
+    return slot < multiplicity_.size() ? multiplicity_[slot] : 1.0;
+  }
+  // FlowNetwork::add, under a turn with every hop weighted by its slot's
+  // multiplicity and hops on one representative merged (their weights add).
+  void add_flow(double begin, const std::uint32_t* slots, std::uint32_t hops, double bytes,
+                std::uint32_t tag, double lanes = 1, const double* coeff = nullptr) {
+    if (!turn_) {
+      network_->add(begin, slots, hops, bytes, tag, lanes, coeff);
+      return;
+    }
+    orbit_slots_.clear();
+    orbit_coeff_.clear();
+    for (std::uint32_t h = 0; h < hops; ++h) {
+      const double c = (coeff ? coeff[h] : 1.0) * multiplicity(slots[h]);
+      std::size_t i = 0;
+      while (i < orbit_slots_.size() && orbit_slots_[i] != slots[h]) ++i;
+      if (i == orbit_slots_.size()) {
+        orbit_slots_.push_back(slots[h]);
+        orbit_coeff_.push_back(c);
+      } else {
+        orbit_coeff_[i] += c;
+      }
+    }
+    network_->add(begin, orbit_slots_.data(), static_cast<std::uint32_t>(orbit_slots_.size()),
+                  bytes, tag, lanes, orbit_coeff_.data());
   }
 
   // The tag of a flow in the network: a transfer slot, reused once free.
@@ -1253,6 +1315,7 @@ class Engine {
   // ahead of the network clock: nothing else can delay it). The step ends with
   // its last op; the rank then runs its local reductions and copies and its next step.
   void complete(int rank, double time) {
+    rank = owner(rank);
     RankState& s = ranks_[rank];
     s.done = std::max(s.done, time);
     if (--s.pending == 0) ready_.push_back(rank);
@@ -1367,7 +1430,7 @@ class Engine {
     std::string msg =
         "deadlock in schedule " + std::string(to_string(schedule_.spec().collective)) + "/" +
         schedule_.spec().algorithm + " (p=" + std::to_string(p_) +
-        "): " + std::to_string(p_ - finished_) + " rank(s) cannot finish; stuck ranks:";
+        "): " + std::to_string(p_ - finished_ * order_) + " rank(s) cannot finish; stuck ranks:";
     constexpr std::size_t kShown = 8;
     for (std::size_t i = 0; i < waiting.size() && i < kShown; ++i) {
       const Waiting& w = waiting[i];
@@ -1379,6 +1442,9 @@ class Engine {
       msg += "; ... and " + std::to_string(waiting.size() - kShown) + " more unmatched posts";
     throw ScheduleError(msg);
   }
+
+  // Under a turn, the representative whose state stands for `rank`.
+  int owner(int rank) const { return turn_ ? turn_->rep(rank) : rank; }
 
   const Schedule& schedule_;
   const Topology& topology_;
@@ -1405,9 +1471,14 @@ class Engine {
   PairCache<CachedRoute> routes_;
   std::vector<std::uint32_t> scratch_slots_;  // routes not cached
   const Protocol protocol_;
-  const double efficiency_;                // of the protocol on this topology (1 = none)
-  const double rank_rate_;                 // ScheduleSpec::rank_rate (0 = none)
-  std::vector<std::uint32_t> rate_slots_;  // by rank: rate_slot(), kNil until used
+  const double efficiency_;                 // of the protocol on this topology (1 = none)
+  const double rank_rate_;                  // ScheduleSpec::rank_rate (0 = none)
+  std::vector<std::uint32_t> rate_slots_;   // by rank: rate_slot(), kNil until used
+  const RankTurn* turn_;                    // the orbit reduction's (null: every rank runs)
+  const int order_;                         // ranks per orbit (1 without a turn)
+  std::vector<double> multiplicity_;        // by slot, under a turn (set_multiplicity)
+  std::vector<std::uint32_t> orbit_slots_;  // add_flow()'s merged hops
+  std::vector<double> orbit_coeff_;
   std::vector<LinkId> split_route_;
   PairCache<SplitGeometry> splits_;  // by pair, as routes_; empty until a fan
   SplitGeometry long_split_;         // a route too long for the cache
@@ -1448,7 +1519,10 @@ SimResult simulate(const Schedule& schedule, const Topology& topology, const Sim
                      std::to_string(topology.num_ranks()) + " ranks but schedule " +
                      std::string(to_string(schedule.spec().collective)) + "/" +
                      schedule.spec().algorithm + " needs " + std::to_string(schedule.ranks()));
-  return Engine(schedule, topology, options).run();
+  const sim_detail::OrbitPlan plan = sim_detail::plan_orbits(schedule, topology, options);
+  SimResult result = Engine(schedule, topology, options, plan.turn ? &*plan.turn : nullptr).run();
+  result.orbit_note = plan.note;
+  return result;
 }
 
 std::string_view to_string(NetModel m) { return m == NetModel::flow ? "flow" : "alpha-beta"; }

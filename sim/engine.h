@@ -36,6 +36,11 @@ struct SimOptions {
   // the endpoints' launch cost (EndpointProps::launch): back-to-back calls
   // are paced by the host when it is slower than the devices.
   int launch_devices = 1;
+  // The orbit reduction (docs/SIMULATOR.md, "Orbits"): where it is proven
+  // (a turn of the ranks that maps the network, the schedule and the routes
+  // onto themselves), ranks of one orbit are simulated once. The times are
+  // the full run's to rounding; false runs every rank.
+  bool orbits = true;
 };
 
 struct SimResult {
@@ -50,6 +55,12 @@ struct SimResult {
   // The host's launch floor of the call (SimOptions::launch_devices); `time`
   // is never below it.
   double launch_floor = 0;
+  // The orbit reduction: ranks per orbit (1 = every rank ran) and the turn
+  // taken or why none was ("off", or what the check found). Under it
+  // `messages` and `bytes` count every rank's transfers (the simulated ones
+  // times `orbit`); `events` and `max_link_flows` are the reduced run's.
+  int orbit = 1;
+  std::string orbit_note;
 };
 
 // Ranks of the schedule are placed on ranks 0..p-1 of the topology; the

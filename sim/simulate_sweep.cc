@@ -1,7 +1,10 @@
 // The sweep timed by the simulator, and the figures it reads off a topology.
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "algorithms/registry.h"
 #include "core/error.h"
@@ -93,17 +96,30 @@ std::vector<SweepPoint> simulate_sweep(const SweepSpec& spec, const Topology& to
   const auto discarded = [&](const ScheduleSpec& spec) {
     return on_topology(spec.algorithm) && spec.count == 0 && spec.collective != Collective::barrier;
   };
+  // Each point's orbit note, by (algorithm, count): time_of runs on
+  // several threads and returns only the time.
+  std::mutex orbits_mutex;
+  std::map<std::pair<std::string, std::int64_t>, std::string> orbits;
+  const auto timed = [&](const ScheduleSpec& spec, const SimResult& r) {
+    const std::lock_guard<std::mutex> lock(orbits_mutex);
+    orbits[{spec.algorithm, spec.count}] = r.orbit_note;
+    return r.time;
+  };
   std::vector<SweepPoint> points = run_sweep(
       sweep,
       [&](const ScheduleSpec& spec) {
         if (discarded(spec)) return 0.0;
         if (on_topology(spec.algorithm))
-          return simulate(*make_schedule(nccl_schedule_spec(spec, *ctx, choose(spec), topology)),
-                          topology, options)
-              .time;
-        return simulate(*make_schedule(spec), topology, options).time;
+          return timed(
+              spec, simulate(*make_schedule(nccl_schedule_spec(spec, *ctx, choose(spec), topology)),
+                             topology, options));
+        return timed(spec, simulate(*make_schedule(spec), topology, options));
       },
       progress);
+  for (SweepPoint& pt : points) {
+    const auto it = orbits.find({pt.algorithm, schedule_spec(sweep, pt.algorithm, pt.size).count});
+    if (it != orbits.end()) pt.orbits = it->second;
+  }
   for (SweepPoint& pt : points) {
     // A definition that declares what it serves (an MSCCL file): rows
     // outside it say so (simulate's rows are out-of-place calls).

@@ -69,6 +69,9 @@ struct SweepPoint {
   // What ran, where the name leaves it open: for the nccl family the
   // algorithm, protocol and channels chosen at this size ("ring/LL/24ch").
   std::string note;
+  // The engine's orbit reduction at this point (SimResult::orbit_note):
+  // the turn taken, or "none: " and why; empty where nothing was simulated.
+  std::string orbits;
 };
 
 // Runs every algorithm at every size (barrier: once, at size 0) and returns

@@ -1,6 +1,7 @@
 #include "topologies/builders.h"
 
 #include <cstddef>
+#include <numeric>
 #include <string>
 
 namespace collkit {
@@ -133,8 +134,10 @@ std::unique_ptr<GraphTopology> build_hierarchical(const HierarchicalSpec& spec) 
                   spec.intra_in_network);
     own(n);
   }
+  std::vector<Port> nic;
+  std::vector<int> rail;
   if (nodes > 1) {
-    std::vector<Port> nic(static_cast<std::size_t>(nodes) * nics);
+    nic.resize(static_cast<std::size_t>(nodes) * nics);
     for (int n = 0; n < nodes; ++n) {
       for (int i = 0; i < nics; ++i) {
         std::string name = cat("n", num(n), ".nic", num(i));
@@ -152,6 +155,7 @@ std::unique_ptr<GraphTopology> build_hierarchical(const HierarchicalSpec& spec) 
       if (spec.rail_optimized) {
         for (int i = 0; i < nics; ++i) {
           int sw = g->add_node(cat("rail", num(i)), true);
+          rail.push_back(sw);
           if (spec.inter_in_network > 0) g->set_in_network(sw, spec.inter_in_network);
           for (int n = 0; n < nodes; ++n) attach(*g, nic[n * nics + i], sw, spec.inter);
         }
@@ -183,6 +187,29 @@ std::unique_ptr<GraphTopology> build_hierarchical(const HierarchicalSpec& spec) 
   if (nodes > 1) {
     owner.resize(static_cast<std::size_t>(g->num_nodes()), -1);
     g->set_blocks(std::move(owner));
+  }
+  // The rail turn (RankTurn): GPU j of every node to GPU j + 1, with its NIC
+  // and rail switch where each GPU has its own (or all share one NIC), the
+  // node's switch and a single switch between nodes fixed. A fat tree
+  // between nodes is not claimed; finalize() checks the claim.
+  const bool own_nics = nics == dev || nics == 1;
+  if (dev > 1 && own_nics && (nodes == 1 || spec.inter_kind == InterKind::kSwitch)) {
+    std::vector<int> sigma(static_cast<std::size_t>(g->num_nodes()));
+    std::iota(sigma.begin(), sigma.end(), 0);
+    for (int n = 0; n < nodes; ++n)
+      for (int j = 0; j < dev; ++j) sigma[gpu[n * dev + j]] = gpu[n * dev + (j + 1) % dev];
+    if (nics == dev) {
+      for (int n = 0; n < nodes && !nic.empty(); ++n) {
+        for (int i = 0; i < nics; ++i) {
+          const Port& from = nic[n * nics + i];
+          const Port& to = nic[n * nics + (i + 1) % nics];
+          sigma[from.up] = to.up;
+          sigma[from.down] = to.down;
+        }
+      }
+      for (std::size_t i = 0; i < rail.size(); ++i) sigma[rail[i]] = rail[(i + 1) % rail.size()];
+    }
+    g->set_turn(TurnKind::local, std::move(sigma), nodes, dev);
   }
   g->finalize();
   return g;

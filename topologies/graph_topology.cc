@@ -147,6 +147,118 @@ void GraphTopology::set_endpoints(std::vector<int> nodes) {
 
 void GraphTopology::set_blocks(std::vector<int> block) { block_ = std::move(block); }
 
+std::string_view to_string(TurnKind kind) {
+  return kind == TurnKind::local ? "rail turn" : "node turn";
+}
+
+void GraphTopology::set_turn(TurnKind kind, std::vector<int> sigma, int nodes, int per_node) {
+  claims_[kind == TurnKind::local ? 0 : 1] = TurnClaim{std::move(sigma), nodes, per_node};
+}
+
+std::optional<RankTurn> GraphTopology::check_turn(TurnKind kind, const std::vector<int>& sigma,
+                                                  int nodes, int per_node) const {
+  const std::size_t n = names_.size();
+  const std::size_t m = link_src_.size();
+  if (sigma.size() != n || nodes < 1 || per_node < 1 || !endpoints_forward_) return std::nullopt;
+  if (static_cast<std::int64_t>(nodes) * per_node != static_cast<std::int64_t>(endpoints_.size()))
+    return std::nullopt;
+  RankTurn turn;
+  turn.kind = kind;
+  turn.nodes = nodes;
+  turn.per_node = per_node;
+  const int order = turn.order();
+  if (order < 2) return std::nullopt;
+  // A permutation of the nodes that keeps kinds, in-network figures and
+  // endpoints, whose every cycle divides the turn's order.
+  std::vector<char> seen(n, 0);
+  for (const int v : sigma) {
+    if (v < 0 || static_cast<std::size_t>(v) >= n || seen[v]) return std::nullopt;
+    seen[v] = 1;
+  }
+  const auto in_network = [&](int v) {
+    return static_cast<std::size_t>(v) < in_network_.size() ? in_network_[v] : 0.0;
+  };
+  const auto same_endpoint = [](const EndpointProps& a, const EndpointProps& b) {
+    return a.overhead == b.overhead && a.reduce_bw == b.reduce_bw && a.copy_bw == b.copy_bw &&
+           a.cache_bytes == b.cache_bytes && a.dram_factor == b.dram_factor &&
+           a.dirty_factor == b.dirty_factor && a.host_cores == b.host_cores &&
+           (a.host_cores == 0 || a.host == b.host) && a.receiver_copies == b.receiver_copies &&
+           a.pipelined == b.pipelined && a.launch == b.launch;
+  };
+  for (std::size_t v = 0; v < n; ++v) {
+    const int u = sigma[v];
+    if (is_switch_[v] != is_switch_[u] || in_network(static_cast<int>(v)) != in_network(u) ||
+        !same_endpoint(node_endpoint_[v], node_endpoint_[u]))
+      return std::nullopt;
+  }
+  std::fill(seen.begin(), seen.end(), 0);
+  for (std::size_t v = 0; v < n; ++v) {
+    if (seen[v]) continue;
+    int len = 0;
+    for (int w = static_cast<int>(v); !seen[w]; w = sigma[w]) {
+      seen[w] = 1;
+      ++len;
+    }
+    if (order % len != 0) return std::nullopt;
+  }
+  for (int r = 0; r < static_cast<int>(endpoints_.size()); ++r)
+    if (endpoints_[turn.apply(r, 1)] != sigma[endpoints_[r]]) return std::nullopt;
+  // Links: the k-th link from a to b (in id order) goes to the k-th from
+  // sigma(a) to sigma(b), of the same class and weight.
+  std::vector<LinkId> by_pair(m);
+  std::iota(by_pair.begin(), by_pair.end(), 0);
+  const auto pair_less = [&](LinkId x, LinkId y) {
+    if (link_src_[x] != link_src_[y]) return link_src_[x] < link_src_[y];
+    if (link_dst_[x] != link_dst_[y]) return link_dst_[x] < link_dst_[y];
+    return x < y;
+  };
+  std::sort(by_pair.begin(), by_pair.end(), pair_less);
+  std::vector<std::int64_t> rank_in_pair(m);
+  for (std::size_t i = 0; i < m; ++i) {
+    const LinkId l = by_pair[i];
+    const bool first = i == 0 || link_src_[by_pair[i - 1]] != link_src_[l] ||
+                       link_dst_[by_pair[i - 1]] != link_dst_[l];
+    rank_in_pair[l] = first ? 0 : rank_in_pair[by_pair[i - 1]] + 1;
+  }
+  std::vector<LinkId> image(m);
+  for (std::size_t l = 0; l < m; ++l) {
+    const int a = sigma[link_src_[l]], b = sigma[link_dst_[l]];
+    const auto lo = std::partition_point(by_pair.begin(), by_pair.end(), [&](LinkId x) {
+      return link_src_[x] < a || (link_src_[x] == a && link_dst_[x] < b);
+    });
+    const auto at = lo + rank_in_pair[l];
+    if (at >= by_pair.end() || link_src_[*at] != a || link_dst_[*at] != b) return std::nullopt;
+    const LinkId t = *at;
+    if (link_class_[t] != link_class_[l] || weight_[t] != weight_[l]) return std::nullopt;
+    image[l] = t;
+  }
+  // Cycles (image is a bijection: every pair's links go to a pair with at
+  // least as many, and sigma is a permutation, so counts are equal).
+  auto cycles = std::make_shared<LinkCycles>();
+  LinkCycles& c = *cycles;
+  c.cycle.reserve(m);
+  c.start.assign(m, -1);
+  c.len.assign(m, 0);
+  c.pos.assign(m, 0);
+  for (std::size_t l = 0; l < m; ++l) {
+    if (c.start[l] >= 0) continue;
+    const auto begin = static_cast<std::int64_t>(c.cycle.size());
+    LinkId x = static_cast<LinkId>(l);
+    do {
+      if (c.start[x] >= 0) return std::nullopt;  // not a bijection
+      c.start[x] = begin;
+      c.pos[x] = static_cast<std::int32_t>(c.cycle.size() - begin);
+      c.cycle.push_back(x);
+      x = image[x];
+    } while (x != static_cast<LinkId>(l));
+    const auto len = static_cast<std::int32_t>(c.cycle.size() - begin);
+    if (order % len != 0) return std::nullopt;
+    for (std::int64_t i = begin; i < begin + len; ++i) c.len[c.cycle[i]] = len;
+  }
+  turn.links = std::move(cycles);
+  return turn;
+}
+
 int GraphTopology::finalize() {
   const int n = static_cast<int>(names_.size());
   const std::size_t m = link_src_.size();
@@ -210,6 +322,24 @@ int GraphTopology::finalize() {
   graph_src_.resize(m);
   for (std::size_t l = 0; l < m; ++l) graph_src_[l] = departure_[link_src_[l]];
   check_blocks();
+  // Turns: the claimed ones, and the turn of servers where blocks hold.
+  if (blocks_ > 1 && ranks_ % blocks_ == 0 && !claims_[1]) {
+    std::vector<int> sigma(n);
+    for (int v = 0; v < n; ++v) {
+      const int b = block_[v];
+      sigma[v] =
+          b < 0
+              ? v
+              : block_nodes_[static_cast<std::size_t>((b + 1) % blocks_) * block_size_ + local_[v]];
+    }
+    claims_[1] = TurnClaim{std::move(sigma), blocks_, ranks_ / blocks_};
+  }
+  for (int i = 0; i < 2; ++i) {
+    if (claims_[i])
+      turns_[i] = check_turn(i == 0 ? TurnKind::local : TurnKind::node, claims_[i]->sigma,
+                             claims_[i]->nodes, claims_[i]->per_node);
+    claims_[i].reset();
+  }
   in_sorted_ = true;
   for (int v = 0; v < n && in_sorted_; ++v)
     for (std::int64_t i = in_begin_[v] + 1; i < in_begin_[v + 1]; ++i)

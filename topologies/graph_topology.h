@@ -7,6 +7,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -78,6 +79,17 @@ class GraphTopology : public Topology {
   void set_blocks(std::vector<int> block);
   // Whether finalize() accepted the blocks (false when none were given).
   bool block_symmetric() const { return blocks_ > 1; }
+  // A turn of the ranks (RankTurn) that the network is claimed to admit:
+  // sigma[v] is node v's image under one step of the turn, for every node;
+  // ranks form `nodes` x `per_node`. Given before finalize(), which checks
+  // it (check_turn) and keeps it only if proven. The node turn needs no
+  // claim: finalize() derives it from accepted blocks (server b to server
+  // b + 1) and checks it the same way.
+  void set_turn(TurnKind kind, std::vector<int> sigma, int nodes, int per_node);
+  const RankTurn* turn(TurnKind kind) const override {
+    const auto& t = turns_[kind == TurnKind::local ? 0 : 1];
+    return t ? &*t : nullptr;
+  }
   // Tests: route by a search per source even where the blocks hold.
   void set_block_symmetry(bool use) { use_blocks_ = use; }
 
@@ -143,6 +155,13 @@ class GraphTopology : public Topology {
   LinkId choose(std::uint64_t& sel) const;
   int check_pairs(int vertices);  // finalize() without forwarding
   void check_blocks();            // finalize(): accepts or drops block_
+  // finalize(): the turn `sigma` proven (nodes to nodes of the same kind,
+  // figures and endpoint, links to links of the same class and weight,
+  // rank r's endpoint to rank turn(r)'s, the turn's order a multiple of
+  // every cycle), with its link cycles; nullopt otherwise.
+  std::optional<RankTurn> check_turn(TurnKind kind, const std::vector<int>& sigma, int nodes,
+                                     int per_node) const;
+
   // The swap of blocks 0 and b applied to a node or to a link.
   int swap_node(int v, int b) const {
     const int k = block_[v];
@@ -195,6 +214,15 @@ class GraphTopology : public Topology {
   std::vector<int> block_nodes_;
   std::vector<LinkId> block_links_;
   std::size_t block_size_ = 0, block_link_size_ = 0;
+
+  // Claimed turns until finalize(), then the proven ones (local, node).
+  struct TurnClaim {
+    std::vector<int> sigma;
+    int nodes = 0;
+    int per_node = 0;
+  };
+  std::optional<TurnClaim> claims_[2];
+  std::optional<RankTurn> turns_[2];
 
   // Trees computed on demand, least recently used dropped beyond a memory cap.
   mutable std::mutex mutex_;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/nccl_version.h"
@@ -163,6 +164,90 @@ struct TopologyMetadata {
   std::vector<std::string> warnings;
 };
 
+// A symmetry of the network that moves ranks (the engine's orbit reduction,
+// docs/SIMULATOR.md "Orbits"): ranks numbered node by node, `nodes` nodes
+// of `per_node` ranks, and the turn either of every node's local index at
+// once (rank (n, j) to (n, j + 1 mod per_node): the rails of a
+// rail-optimised cluster) or of the nodes (rank (n, j) to (n + 1 mod nodes,
+// j)). A topology offers a turn only where it has proven that the turn maps
+// the network onto itself: nodes to nodes of the same kind and figures,
+// links to links of the same class, rank r's endpoint to rank turn(r)'s.
+// `links` is the link permutation it induces, as cycles. Routes are not
+// part of the proof (their tie-break may not commute): the engine checks
+// those it uses.
+enum class TurnKind : std::uint8_t { local, node };
+std::string_view to_string(TurnKind kind);  // "rail turn" | "node turn"
+
+// A permutation of links by its cycles: cycle[start[l] .. start[l] + len[l])
+// is l's cycle in turn order, l at position pos[l].
+struct LinkCycles {
+  std::vector<LinkId> cycle;
+  std::vector<std::int64_t> start;
+  std::vector<std::int32_t> len;
+  std::vector<std::int32_t> pos;
+};
+
+struct RankTurn {
+  TurnKind kind = TurnKind::local;
+  int nodes = 0;
+  int per_node = 0;
+  // The node turn taken `stride` nodes at a time (a divisor of nodes): the
+  // subgroup of its powers, for schedules that repeat every `stride` nodes
+  // (NCCL's rings alternate the order of GPUs from node to node). 1 for
+  // the turn a topology offers.
+  int stride = 1;
+  // The permutation one step of the turn (stride 1) induces on links.
+  std::shared_ptr<const LinkCycles> links;
+
+  // Elements of the group the turn generates (its powers).
+  int order() const { return kind == TurnKind::local ? per_node : nodes / stride; }
+  // The turn applied k times (0 <= k < order()) to a rank.
+  int apply(int rank, int k) const {
+    const int n = rank / per_node, j = rank % per_node;
+    return kind == TurnKind::local ? n * per_node + (j + k) % per_node
+                                   : ((n + k * stride) % nodes) * per_node + j;
+  }
+  // The representative of a rank's orbit (local index 0, or a node below
+  // stride) and the power that takes it to the rank:
+  // rank == apply(rep(rank), power(rank)).
+  int rep(int rank) const {
+    if (kind == TurnKind::local) return rank - rank % per_node;
+    return (rank / per_node) % stride * per_node + rank % per_node;
+  }
+  int power(int rank) const {
+    return kind == TurnKind::local ? rank % per_node : rank / per_node / stride;
+  }
+  // A link's image under the turn applied k times, its orbit's
+  // representative and the orbit's size.
+  LinkId apply_link(LinkId l, int k) const {
+    const auto i = static_cast<std::size_t>(l);
+    const std::int64_t step = kind == TurnKind::local ? k : std::int64_t{k} * stride;
+    return links
+        ->cycle[static_cast<std::size_t>(links->start[i] + (links->pos[i] + step) % links->len[i])];
+  }
+  LinkId rep_link(LinkId l) const {
+    const auto i = static_cast<std::size_t>(l);
+    return links->cycle[static_cast<std::size_t>(links->start[i] + links->pos[i] % gcd_len(i))];
+  }
+  int orbit_size(LinkId l) const {
+    const auto i = static_cast<std::size_t>(l);
+    return links->len[i] / gcd_len(i);
+  }
+
+ private:
+  // gcd(cycle length, the turn's step on links): the powers of the turn
+  // split a cycle into that many orbits.
+  int gcd_len(std::size_t i) const {
+    int a = links->len[i], b = kind == TurnKind::local ? 1 : stride;
+    while (b != 0) {
+      const int t = a % b;
+      a = b;
+      b = t;
+    }
+    return a;
+  }
+};
+
 class Topology : public TopologyMetadata {
  public:
   virtual ~Topology() = default;
@@ -216,6 +301,14 @@ class Topology : public TopologyMetadata {
       }
     }
     return size;
+  }
+
+  // The turn of that kind when this topology has proven it (RankTurn),
+  // else null. Views and wrappers do not forward it: a degraded or
+  // reshaped network is not proven symmetric.
+  virtual const RankTurn* turn(TurnKind kind) const {
+    (void)kind;
+    return nullptr;
   }
 
   // Endpoints the file describes (>= num_ranks(): --ranks may use fewer).

@@ -1,9 +1,10 @@
 // A topology seen through another: every virtual of Topology forwards to the
-// base, and the base's metadata (TopologyMetadata: nodes, protocols, NCCL's
-// graph, name) is carried whole, by one copy. A wrapper derives from it and
-// overrides only what it changes: calibration's trial network (fitted link
-// and endpoint figures), its cache-size candidates, the planner's subgroups
-// (a rank mapping). docs/ARCHITECTURE.md, "Topology views".
+// base but turn() (a view may change what made the base symmetric, so it
+// offers no turn: the simulator then runs every rank), and the base's metadata (TopologyMetadata:
+// nodes, protocols, NCCL's graph, name) is carried whole, by one copy. A wrapper derives from it
+// and overrides only what it changes: calibration's trial network (fitted link and endpoint
+// figures), its cache-size candidates, the planner's subgroups (a rank mapping).
+// docs/ARCHITECTURE.md, "Topology views".
 #pragma once
 
 #include <cstdint>
