@@ -42,7 +42,7 @@ std::vector<SweepPoint> run_sweep(const SweepSpec& sweep, const TimeFn& time_of,
     const std::string& algorithm = sweep.algorithms[i / sizes.size()];
     const SizeMapping size =
         map_size(sweep.collective, sizes[i % sizes.size()], size_of(sweep.dtype), sweep.ranks);
-    points[i] = SweepPoint{algorithm, size, time_of(schedule_spec(sweep, algorithm, size)), {}};
+    points[i] = SweepPoint{algorithm, size, time_of(schedule_spec(sweep, algorithm, size)), {}, {}};
     const std::lock_guard<std::mutex> lock(mutex);
     ++done;
     if (progress) progress(done, total);

@@ -131,14 +131,18 @@ TEST(Orbits, ReducedRunTakesTheFullRunsTimes) {
           // (NCCL's choice for 256 MiB on these clusters).
           const bool big = bytes == (std::int64_t{256} << 20);
           if ((v == NcclVariant::nvls_tree && big) || v == NcclVariant::nvls ||
-              (v == NcclVariant::ring && c != Collective::all_reduce && big && nodes != 3))
+              (v == NcclVariant::ring && c != Collective::all_reduce && big && nodes != 3)) {
             EXPECT_GE(r.reduced.orbit, 8) << r.reduced.orbit_note;
+          }
           // The rings on 16 nodes: every second node's ring order repeats.
-          if (v == NcclVariant::ring && c != Collective::all_reduce && nodes == 16)
+          if (v == NcclVariant::ring && c != Collective::all_reduce && nodes == 16) {
             EXPECT_EQ(r.reduced.orbit_note, "node turn by 2, 8 ranks per orbit, 16 simulated");
+          }
           // NCCL's trees across nodes differ by channel: no rank's program
           // is its neighbour's turned.
-          if (v == NcclVariant::tree) EXPECT_EQ(r.reduced.orbit, 1);
+          if (v == NcclVariant::tree) {
+            EXPECT_EQ(r.reduced.orbit, 1);
+          }
         }
       }
     }
