@@ -651,8 +651,8 @@ std::vector<TrialTopology> FitProblem::trials_at(const LmVector& theta) const {
   return trials;
 }
 
-LmVector FitProblem::raw_residuals(const LmVector& theta, const std::vector<char>* subset) const {
-  const std::vector<TrialTopology> trials = trials_at(theta);
+std::vector<LmVector> FitProblem::raw_residuals_many(const std::vector<LmVector>& thetas,
+                                                     const std::vector<char>* subset) const {
   const std::vector<Point>& points = points_.points;
   // The distinct points these residuals need, each simulated once.
   std::vector<std::size_t> firsts;
@@ -665,21 +665,33 @@ LmVector FitProblem::raw_residuals(const LmVector& theta, const std::vector<char
   }
   // Largest first: a fit's points differ in cost by orders of magnitude
   // (an 8 GiB all_reduce is half of a 16-rank log's sweep), and threads
-  // that take the big ones first finish together. Each result lands at its
-  // index, so the order changes no figure.
+  // that take the big ones first finish together. Every (theta, point)
+  // is one task, so a Jacobian's columns and points share the threads
+  // evenly. Each result lands at its index: the order changes no figure.
   std::stable_sort(firsts.begin(), firsts.end(), [&](std::size_t a, std::size_t b) {
     return points[a].result->bytes > points[b].result->bytes;
   });
-  LmVector us(points.size(), 0.0);
-  parallel_for(firsts.size(), jobs_, [&](std::size_t j) {
-    const std::size_t first = firsts[j];
-    us[first] = simulate(*points[first].schedule, trials[points[first].network], sim_).time * 1e6;
+  std::vector<std::vector<TrialTopology>> trials;
+  trials.reserve(thetas.size());
+  for (const LmVector& theta : thetas) trials.push_back(trials_at(theta));
+  std::vector<LmVector> us(thetas.size(), LmVector(points.size(), 0.0));
+  const std::size_t n = firsts.size();
+  parallel_for(n * thetas.size(), jobs_, [&](std::size_t task) {
+    const std::size_t first = firsts[task / thetas.size()];
+    const std::size_t t = task % thetas.size();
+    us[t][first] =
+        simulate(*points[first].schedule, trials[t][points[first].network], sim_).time * 1e6;
   });
-  LmVector r(points.size(), 0.0);
-  for (std::size_t i = 0; i < points.size(); ++i)
-    if (subset == nullptr || (*subset)[i] != 0)
-      r[i] = us[points[i].same_as] / points[i].result->time_us - 1.0;
-  return r;
+  std::vector<LmVector> out(thetas.size(), LmVector(points.size(), 0.0));
+  for (std::size_t t = 0; t < thetas.size(); ++t)
+    for (std::size_t i = 0; i < points.size(); ++i)
+      if (subset == nullptr || (*subset)[i] != 0)
+        out[t][i] = us[t][points[i].same_as] / points[i].result->time_us - 1.0;
+  return out;
+}
+
+LmVector FitProblem::raw_residuals(const LmVector& theta, const std::vector<char>* subset) const {
+  return raw_residuals_many({theta}, subset).front();
 }
 
 // Huber's loss (CalibrateOptions::huber = k): a residual beyond k counts
@@ -688,17 +700,29 @@ LmVector FitProblem::raw_residuals(const LmVector& theta, const std::vector<char
 // sign whose square is that loss (smooth at k), so Levenberg-Marquardt
 // runs unchanged on it.
 LmVector FitProblem::residuals(const LmVector& theta, const std::vector<char>* subset) const {
-  LmVector r = raw_residuals(theta, subset);
+  return residuals_many({theta}, subset).front();
+}
+
+std::vector<LmVector> FitProblem::residuals_many(const std::vector<LmVector>& thetas,
+                                                 const std::vector<char>* subset) const {
+  std::vector<LmVector> rs = raw_residuals_many(thetas, subset);
   const double k = huber_;
   if (k > 0)
-    for (double& x : r)
-      if (std::abs(x) > k) x = std::copysign(std::sqrt(k * (2 * std::abs(x) - k)), x);
-  return r;
+    for (LmVector& r : rs)
+      for (double& x : r)
+        if (std::abs(x) > k) x = std::copysign(std::sqrt(k * (2 * std::abs(x) - k)), x);
+  return rs;
 }
 
 LmProblem FitProblem::solver_problem(const std::vector<char>* subset) const {
-  return LmProblem{[this, subset](const LmVector& t) { return residuals(t, subset); }, lower_,
-                   upper_};
+  LmProblem p;
+  p.residuals = [this, subset](const LmVector& t) { return residuals(t, subset); };
+  p.lower = lower_;
+  p.upper = upper_;
+  p.residuals_many = [this, subset](const std::vector<LmVector>& ts) {
+    return residuals_many(ts, subset);
+  };
+  return p;
 }
 
 std::vector<LmVector> FitProblem::spread_starts(int count) const {

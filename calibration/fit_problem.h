@@ -124,8 +124,14 @@ class FitProblem {
   // call from several threads; the distinct points are simulated on
   // CalibrateOptions::jobs threads (inline inside another parallel_for).
   LmVector raw_residuals(const LmVector& theta, const std::vector<char>* subset = nullptr) const;
+  // The same at several points of parameter space at once: every (theta,
+  // distinct row) simulation one task of one parallel loop, largest first.
+  std::vector<LmVector> raw_residuals_many(const std::vector<LmVector>& thetas,
+                                           const std::vector<char>* subset = nullptr) const;
   // The same under Huber's loss (CalibrateOptions::huber).
   LmVector residuals(const LmVector& theta, const std::vector<char>* subset = nullptr) const;
+  std::vector<LmVector> residuals_many(const std::vector<LmVector>& thetas,
+                                       const std::vector<char>* subset = nullptr) const;
   // The solver's view: residuals over `subset`, inside the ranges. Valid
   // while this problem lives.
   LmProblem solver_problem(const std::vector<char>* subset = nullptr) const;

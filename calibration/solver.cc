@@ -19,25 +19,16 @@ Jacobian jacobian(const LmProblem& problem, const LmVector& at, double step, int
   Jacobian jac;
   jac.columns.resize(n);
   std::vector<char> unused(n, 0);
-  parallel_for(n, jobs, [&](std::size_t k) {
-    LmVector& col = jac.columns[k];
-    if (plan.skip != nullptr && (*plan.skip)[k]) {
-      col.assign(plan.at_r != nullptr ? plan.at_r->size() : problem.residuals(at).size(), 0.0);
-      unused[k] = 1;
-      return;
-    }
+  const auto skipped = [&](std::size_t k) { return plan.skip != nullptr && (*plan.skip)[k]; };
+  // The evaluations a column needs: theta + h e_k, and theta - h e_k for
+  // central differences.
+  const auto shifted = [&](std::size_t k, double by) {
     LmVector t = at;
-    t[k] += step;
-    const LmVector up = problem.residuals(t);
-    LmVector down;
-    double span = 2 * step;
-    if (plan.at_r != nullptr) {
-      down = *plan.at_r;
-      span = step;
-    } else {
-      t[k] -= 2 * step;
-      down = problem.residuals(t);
-    }
+    t[k] += by;
+    return t;
+  };
+  const auto fill = [&](std::size_t k, const LmVector& up, const LmVector& down, double span) {
+    LmVector& col = jac.columns[k];
     col.resize(up.size());
     double norm = 0;
     for (std::size_t i = 0; i < up.size(); ++i) {
@@ -45,6 +36,45 @@ Jacobian jacobian(const LmProblem& problem, const LmVector& at, double step, int
       norm = std::max(norm, std::abs(col[i]));
     }
     unused[k] = norm < 1e-12 ? 1 : 0;
+  };
+  if (problem.residuals_many) {
+    std::vector<LmVector> thetas;
+    std::vector<std::size_t> first(n, 0);
+    for (std::size_t k = 0; k < n; ++k) {
+      first[k] = thetas.size();
+      if (skipped(k)) continue;
+      thetas.push_back(shifted(k, step));
+      if (plan.at_r == nullptr) thetas.push_back(shifted(k, -step));
+    }
+    const std::vector<LmVector> rs =
+        thetas.empty() ? std::vector<LmVector>{} : problem.residuals_many(thetas);
+    for (std::size_t k = 0; k < n; ++k) {
+      if (skipped(k)) {
+        jac.columns[k].assign(
+            plan.at_r != nullptr ? plan.at_r->size() : problem.residuals(at).size(), 0.0);
+        unused[k] = 1;
+        continue;
+      }
+      if (plan.at_r != nullptr)
+        fill(k, rs[first[k]], *plan.at_r, step);
+      else
+        fill(k, rs[first[k]], rs[first[k] + 1], 2 * step);
+    }
+    jac.unused.assign(unused.begin(), unused.end());
+    return jac;
+  }
+  parallel_for(n, jobs, [&](std::size_t k) {
+    if (skipped(k)) {
+      jac.columns[k].assign(plan.at_r != nullptr ? plan.at_r->size() : problem.residuals(at).size(),
+                            0.0);
+      unused[k] = 1;
+      return;
+    }
+    const LmVector up = problem.residuals(shifted(k, step));
+    if (plan.at_r != nullptr)
+      fill(k, up, *plan.at_r, step);
+    else
+      fill(k, up, problem.residuals(shifted(k, -step)), 2 * step);
   });
   jac.unused.assign(unused.begin(), unused.end());
   return jac;

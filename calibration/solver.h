@@ -19,6 +19,10 @@ using LmVector = std::vector<double>;
 struct LmProblem {
   std::function<LmVector(const LmVector&)> residuals;
   LmVector lower, upper;
+  // Optional: residuals at several thetas at once, each exactly what
+  // `residuals` gives (the Jacobian hands its columns over together, so
+  // that their work shares the threads evenly).
+  std::function<std::vector<LmVector>(const std::vector<LmVector>&)> residuals_many;
 };
 
 struct LmOptions {

@@ -14,7 +14,7 @@ namespace collkit {
 namespace {
 
 LmProblem unbounded(std::function<LmVector(const LmVector&)> f, std::size_t n) {
-  return LmProblem{std::move(f), LmVector(n, -1e9), LmVector(n, 1e9)};
+  return LmProblem{std::move(f), LmVector(n, -1e9), LmVector(n, 1e9), {}};
 }
 
 TEST(Solver, RosenbrockValley) {
@@ -82,7 +82,8 @@ TEST(Solver, StopsOnTheActiveBound) {
                       return LmVector{t[0] - 5, 0.5 * (t[0] - 5)};
                     },
                     {-1.0},
-                    {2.0}};
+                    {2.0},
+                    {}};
   const Descent d = descend(p, {0.0}, LmOptions{});
   EXPECT_EQ(d.theta[0], 2.0);
   EXPECT_NEAR(d.cost, 9 * 1.25, 1e-12);
