@@ -130,6 +130,185 @@ void check_algorithm_names(Collective c, const std::vector<std::string>& names) 
   }
 }
 
+// --segments-as: the segment choice of a measured run, read before the
+// topology so that a bad file fails first and alone. Returns the run's
+// segment model (a collkit report's) and sets `segments_run` to it.
+std::optional<CostParams> read_segments_as(const SimulateArgs& a, int ranks, SweepSpec& sweep,
+                                           std::optional<Report>& segments_run) {
+  std::optional<CostParams> run_model;
+  if (a.segments_as.empty()) return run_model;
+  ReadOptions read;
+  read.collective = sweep.collective;
+  read.ranks = ranks;
+  const std::vector<InputRun> runs = read_runs(a.segments_as, read);
+  const Report& run = runs.front().report;
+  if (runs.front().format != InputFormat::collkit) {
+    // NCCL cut its own segments; there is no collkit segment model to follow.
+    std::fprintf(stderr,
+                 "collkit: note: --segments-as %s: an %s (NCCL chose its own segments); "
+                 "segments are chosen from the topology, as without --segments-as\n",
+                 a.segments_as.c_str(), std::string(to_string(runs.front().format)).c_str());
+    return run_model;
+  }
+  run_model = segment_model_of(run, a.segments_as);
+  segments_run = run;
+  // The run's nccl variants ran with bench's default channel plan.
+  sweep.nccl_as_bench = true;
+  if (!run_model)
+    throw FileError(a.segments_as +
+                    ": segment_model: missing (the report predates it, or was not "
+                    "written by collkit bench/simulate)");
+  if (sweep.segment_bytes == 0) sweep.segment_bytes = extra_segment_bytes(run).value_or(0);
+  if (sweep.group_size == 0) sweep.group_size = extra_group_size(run).value_or(0);
+  return run_model;
+}
+
+// What the topology must agree with: the run whose segments are followed
+// (its collective, its rank count), and NCCL versions on AMD GPUs.
+void check_on_topology(const SimulateArgs& a, const SweepSpec& sweep, const Topology& topology,
+                       const std::optional<Report>& segments_run) {
+  // The run whose segments are followed must be of this collective on as
+  // many ranks: another's segment choice predicts schedules it never ran.
+  if (segments_run) {
+    if (segments_run->ranks != sweep.ranks)
+      throw UsageError("--segments-as " + a.segments_as + ": a run on " +
+                       std::to_string(segments_run->ranks) + " ranks, but this simulation has " +
+                       std::to_string(sweep.ranks) + " (--ranks " +
+                       std::to_string(segments_run->ranks) + "?)");
+    const bool same_collective =
+        std::any_of(segments_run->results.begin(), segments_run->results.end(),
+                    [&](const ResultRow& r) { return r.collective == sweep.collective; });
+    if (!same_collective && !segments_run->results.empty())
+      throw UsageError("--segments-as " + a.segments_as + ": a run of " +
+                       std::string(to_string(segments_run->results.front().collective)) +
+                       ", but this simulation is " + std::string(to_string(sweep.collective)));
+  }
+  if (is_amd(topology.nccl.gpu) &&
+      std::any_of(sweep.algorithms.begin(), sweep.algorithms.end(),
+                  [](const std::string& n) { return is_nccl_algorithm(n); })) {
+    // RCCL's own cost model chooses (docs/NCCL.md, "RCCL"): no NCCL
+    // release's table applies, so a version given for one is refused.
+    if (sweep.nccl_version || topology.nccl.version)
+      throw UsageError(
+          std::string(sweep.nccl_version ? "--nccl-version" : "nccl.version") + ": " + a.topology +
+          "'s GPU is " + to_string(topology.nccl.gpu) + ", whose library is RCCL, chosen by RCCL " +
+          std::string(rccl_gfx942().version) + "'s cost model; NCCL versions do not apply");
+  }
+}
+
+// One sweep per (root, type, op), in nccl-tests' order.
+std::vector<SweepSpec> expand_sweeps(const SimulateArgs& a, const SweepSpec& sweep,
+                                     const std::vector<int>& roots,
+                                     const std::vector<DataType>& dtypes,
+                                     const std::vector<RedOp>& ops, const Topology& topology) {
+  std::vector<SweepSpec> sweeps;
+  for (const int root : roots)
+    for (const DataType type : dtypes)
+      for (const RedOp op : ops) {
+        SweepSpec s = sweep;
+        s.root = root;
+        s.dtype = type;
+        s.op = op;
+        s.segment_bytes = parse_segment_bytes("--segment", a.segment, type);
+        // "all" holds the nccl variants NCCL runs on this machine (nccl:nvls
+        // only where a switch reduces, ...); named ones that do not apply are
+        // errors. Simulating a collkit run (--segments-as), they are the
+        // schedules bench ran, which it can run on any machine.
+        if (a.algorithm == "all" && !s.nccl_as_bench) {
+          const NcclContext ctx = nccl_context(topology, s.ranks, s.nccl_version);
+          std::erase_if(s.algorithms, [&](const std::string& name) {
+            return is_nccl_algorithm(name) && !nccl_applies(ctx, s.collective, name, s.dtype, s.op);
+          });
+        }
+        sweeps.push_back(std::move(s));
+      }
+  return sweeps;
+}
+
+// Every sweep simulated, rows in order (each with its own type, op and
+// root when there are several), the best per size, and a note on stderr
+// where the engine's orbit reduction was taken.
+Report simulate_sweeps(const SimulateArgs& a, const std::vector<SweepSpec>& sweeps,
+                       const Topology& topology, const SimOptions& options) {
+  const SweepSpec& sweep = sweeps.front();
+  const bool mixed = sweeps.size() > 1;
+  Report report;
+  std::size_t total = 0;
+  for (const SweepSpec& s : sweeps) total += s.algorithms.size() * s.sizes.size();
+  Progress progress("simulate " + std::string(to_string(sweep.collective)) + " on " + topology.name,
+                    total, {a.quiet});
+  // On a timer too: one row of many ranks (16k: minutes) reports only
+  // when it ends, and the elapsed time keeps moving meanwhile.
+  progress.start_ticker();
+  std::size_t before = 0;
+  std::vector<std::string> orbits;  // each row's orbit note
+  for (const SweepSpec& s : sweeps) {
+    const std::size_t points = s.algorithms.size() * s.sizes.size();
+    Report part = simulate_report(
+        s, topology, options,
+        [&](std::size_t done, std::size_t) { progress.update(before + done); }, &orbits);
+    before += points;
+    if (mixed)
+      for (ResultRow& row : part.results) {
+        row.dtype = s.dtype;
+        row.op = s.op;
+        row.root = s.root;
+      }
+    if (&s == &sweeps.front()) {
+      report = std::move(part);
+      continue;
+    }
+    for (ResultRow& row : part.results) report.results.push_back(std::move(row));
+  }
+  report.best = compute_best(report.results);
+  // The engine's orbit reduction (docs/SIMULATOR.md, "Orbits") where it
+  // was taken, each turn once; the plain run is silent.
+  std::map<std::string, int> taken;
+  for (const std::string& note : orbits)
+    if (!note.empty() && note.rfind("none: ", 0) != 0) ++taken[note];
+  if (!a.quiet)
+    for (const auto& [note, rows] : taken)
+      std::fprintf(stderr,
+                   "collkit: note: %d of %zu rows simulated one rank per orbit (%s; "
+                   "--no-orbits runs every rank)\n",
+                   rows, orbits.size(), note.c_str());
+  return report;
+}
+
+// The line naming whose cost model made NCCL's (or RCCL's) choice, its
+// version in the report, and with --explain every candidate per size.
+std::string nccl_choice(const SimulateArgs& a, const SweepSpec& sweep, const Topology& topology,
+                        const SimOptions& options, Report& report,
+                        std::vector<NcclExplanation>& explained) {
+  const bool nccl_ran = std::any_of(sweep.algorithms.begin(), sweep.algorithms.end(),
+                                    [](const std::string& n) { return is_nccl_algorithm(n); });
+  if (!nccl_ran) return "";
+  std::string line;
+  if (is_amd(topology.nccl.gpu)) {
+    report.extra["rccl_model_version"] = std::string(rccl_gfx942().version);
+    line = "# RCCL's choice: RCCL " + std::string(rccl_gfx942().version) +
+           "'s cost model for gfx942 (docs/NCCL.md, \"RCCL\")\n";
+  } else {
+    const NcclVersion v =
+        sweep.nccl_version.value_or(topology.nccl.version.value_or(kDefaultNcclVersion));
+    const char* from = sweep.nccl_version      ? "from --nccl-version"
+                       : topology.nccl.version ? "the topology's nccl.version"
+                                               : "collkit's default (--nccl-version sets another)";
+    const NcclVersion release = nccl_tuning(v).release;
+    report.extra["nccl_model_version"] = to_string(v);
+    line = "# NCCL's choice: NCCL " + to_string(v) + "'s cost model" +
+           (release == v ? std::string() : " (release " + to_string(release) + "'s figures)") +
+           ", " + from + "\n";
+  }
+  if (a.explain) {
+    explained = explain_sweep(sweep, topology, options);
+    Json all = Json::array();
+    for (const NcclExplanation& e : explained) all.push_back(nccl_explanation_json(e));
+    report.extra["nccl_explain"] = all;
+  }
+  return line;
+}
+
 void run_simulate(const SimulateArgs& a) {
   // Every argument is checked before anything runs or is written.
   if (!a.renamed_model.empty()) throw UsageError(renamed_model_message(a.renamed_model));
@@ -206,69 +385,15 @@ void run_simulate(const SimulateArgs& a) {
     if (name.rfind("msccl:", 0) == 0) inputs.push_back({"--algorithm", name.substr(6)});
   prepare_outputs(outputs, inputs);
 
-  // --segments-as: the segment choice of a measured run, read before the
-  // topology so that a bad file fails first and alone.
-  std::optional<CostParams> run_model;
   std::optional<Report> segments_run;  // a collkit report's, checked against the sweep below
-  if (!a.segments_as.empty()) {
-    ReadOptions read;
-    read.collective = sweep.collective;
-    read.ranks = ranks;
-    const std::vector<InputRun> runs = read_runs(a.segments_as, read);
-    const Report& run = runs.front().report;
-    if (runs.front().format != InputFormat::collkit) {
-      // NCCL cut its own segments; there is no collkit segment model to follow.
-      std::fprintf(stderr,
-                   "collkit: note: --segments-as %s: an %s (NCCL chose its own segments); "
-                   "segments are chosen from the topology, as without --segments-as\n",
-                   a.segments_as.c_str(), std::string(to_string(runs.front().format)).c_str());
-    } else {
-      run_model = segment_model_of(run, a.segments_as);
-      segments_run = run;
-      // The run's nccl variants ran with bench's default channel plan.
-      sweep.nccl_as_bench = true;
-      if (!run_model)
-        throw FileError(a.segments_as +
-                        ": segment_model: missing (the report predates it, or was not "
-                        "written by collkit bench/simulate)");
-      if (sweep.segment_bytes == 0) sweep.segment_bytes = extra_segment_bytes(run).value_or(0);
-      if (sweep.group_size == 0) sweep.group_size = extra_group_size(run).value_or(0);
-    }
-  }
+  const std::optional<CostParams> run_model = read_segments_as(a, ranks, sweep, segments_run);
 
   const std::unique_ptr<Topology> topology = load_topology(a.topology, ranks);
   sweep.ranks = topology->num_ranks();
   check_ranks_fit(sweep.ranks, "--topology " + a.topology);
   check_launch_fits(a.launch, options.launch_devices, sweep.ranks);
   check_segment_not_below_chunk(a.segment, sweep.segment_bytes, *topology, sweep.ranks);
-  // The run whose segments are followed must be of this collective on as
-  // many ranks: another's segment choice predicts schedules it never ran.
-  if (segments_run) {
-    if (segments_run->ranks != sweep.ranks)
-      throw UsageError("--segments-as " + a.segments_as + ": a run on " +
-                       std::to_string(segments_run->ranks) + " ranks, but this simulation has " +
-                       std::to_string(sweep.ranks) + " (--ranks " +
-                       std::to_string(segments_run->ranks) + "?)");
-    const bool same_collective =
-        std::any_of(segments_run->results.begin(), segments_run->results.end(),
-                    [&](const ResultRow& r) { return r.collective == sweep.collective; });
-    if (!same_collective && !segments_run->results.empty())
-      throw UsageError("--segments-as " + a.segments_as + ": a run of " +
-                       std::string(to_string(segments_run->results.front().collective)) +
-                       ", but this simulation is " + std::string(to_string(sweep.collective)));
-  }
-  if (is_amd(topology->nccl.gpu) &&
-      std::any_of(sweep.algorithms.begin(), sweep.algorithms.end(),
-                  [](const std::string& n) { return is_nccl_algorithm(n); })) {
-    // RCCL's own cost model chooses (docs/NCCL.md, "RCCL"): no NCCL
-    // release's table applies, so a version given for one is refused.
-    if (sweep.nccl_version || topology->nccl.version)
-      throw UsageError(std::string(sweep.nccl_version ? "--nccl-version" : "nccl.version") + ": " +
-                       a.topology + "'s GPU is " + to_string(topology->nccl.gpu) +
-                       ", whose library is RCCL, chosen by RCCL " +
-                       std::string(rccl_gfx942().version) +
-                       "'s cost model; NCCL versions do not apply");
-  }
+  check_on_topology(a, sweep, *topology, segments_run);
   sweep.model = run_model.value_or(cost_params_of(*topology, sweep.ranks));
   std::vector<int> roots = {sweep.root};
   if (every_root && is_rooted(sweep.collective)) {
@@ -276,75 +401,10 @@ void run_simulate(const SimulateArgs& a) {
     for (int r = 0; r < sweep.ranks; ++r) roots.push_back(r);
   }
 
-  // One sweep per (root, type, op), in nccl-tests' order; rows carry their
-  // own type, op and root when there are several.
-  std::vector<SweepSpec> sweeps;
-  for (const int root : roots)
-    for (const DataType type : dtypes)
-      for (const RedOp op : ops) {
-        SweepSpec s = sweep;
-        s.root = root;
-        s.dtype = type;
-        s.op = op;
-        s.segment_bytes = parse_segment_bytes("--segment", a.segment, type);
-        // "all" holds the nccl variants NCCL runs on this machine (nccl:nvls
-        // only where a switch reduces, ...); named ones that do not apply are
-        // errors. Simulating a collkit run (--segments-as), they are the
-        // schedules bench ran, which it can run on any machine.
-        if (a.algorithm == "all" && !s.nccl_as_bench) {
-          const NcclContext ctx = nccl_context(*topology, s.ranks, s.nccl_version);
-          std::erase_if(s.algorithms, [&](const std::string& name) {
-            return is_nccl_algorithm(name) && !nccl_applies(ctx, s.collective, name, s.dtype, s.op);
-          });
-        }
-        sweeps.push_back(std::move(s));
-      }
-  const bool mixed = sweeps.size() > 1;
+  const std::vector<SweepSpec> sweeps = expand_sweeps(a, sweep, roots, dtypes, ops, *topology);
 
   const std::string start_time = nccl_tests_timestamp();
-  Report report;
-  {
-    std::size_t total = 0;
-    for (const SweepSpec& s : sweeps) total += s.algorithms.size() * s.sizes.size();
-    Progress progress(
-        "simulate " + std::string(to_string(sweep.collective)) + " on " + topology->name, total,
-        {a.quiet});
-    // On a timer too: one row of many ranks (16k: minutes) reports only
-    // when it ends, and the elapsed time keeps moving meanwhile.
-    progress.start_ticker();
-    std::size_t before = 0;
-    std::vector<std::string> orbits;  // each row's orbit note
-    for (const SweepSpec& s : sweeps) {
-      const std::size_t points = s.algorithms.size() * s.sizes.size();
-      Report part = simulate_report(
-          s, *topology, options,
-          [&](std::size_t done, std::size_t) { progress.update(before + done); }, &orbits);
-      before += points;
-      if (mixed)
-        for (ResultRow& row : part.results) {
-          row.dtype = s.dtype;
-          row.op = s.op;
-          row.root = s.root;
-        }
-      if (&s == &sweeps.front()) {
-        report = std::move(part);
-        continue;
-      }
-      for (ResultRow& row : part.results) report.results.push_back(std::move(row));
-    }
-    report.best = compute_best(report.results);
-    // The engine's orbit reduction (docs/SIMULATOR.md, "Orbits") where it
-    // was taken, each turn once; the plain run is silent.
-    std::map<std::string, int> taken;
-    for (const std::string& note : orbits)
-      if (!note.empty() && note.rfind("none: ", 0) != 0) ++taken[note];
-    if (!a.quiet)
-      for (const auto& [note, rows] : taken)
-        std::fprintf(stderr,
-                     "collkit: note: %d of %zu rows simulated one rank per orbit (%s; "
-                     "--no-orbits runs every rank)\n",
-                     rows, orbits.size(), note.c_str());
-  }
+  Report report = simulate_sweeps(a, sweeps, *topology, options);
   report.collkit_version = COLLKIT_VERSION;
   report.extra["min_bytes"] = min_bytes;
   report.extra["max_bytes"] = max_bytes;
@@ -354,38 +414,8 @@ void run_simulate(const SimulateArgs& a) {
   if (sweep.group_size > 0) report.extra["group_size"] = sweep.group_size;
   report.extra["segment_model"] = segment_model_json(sweep.model);
   // The NCCL version whose cost model chose (docs/NCCL.md, "Versions").
-  std::string nccl_line;
   std::vector<NcclExplanation> explained;
-  const bool nccl_ran = std::any_of(sweep.algorithms.begin(), sweep.algorithms.end(),
-                                    [](const std::string& n) { return is_nccl_algorithm(n); });
-  if (nccl_ran && is_amd(topology->nccl.gpu)) {
-    report.extra["rccl_model_version"] = std::string(rccl_gfx942().version);
-    nccl_line = "# RCCL's choice: RCCL " + std::string(rccl_gfx942().version) +
-                "'s cost model for gfx942 (docs/NCCL.md, \"RCCL\")\n";
-    if (a.explain) {
-      explained = explain_sweep(sweep, *topology, options);
-      Json all = Json::array();
-      for (const NcclExplanation& e : explained) all.push_back(nccl_explanation_json(e));
-      report.extra["nccl_explain"] = all;
-    }
-  } else if (nccl_ran) {
-    const NcclVersion v =
-        sweep.nccl_version.value_or(topology->nccl.version.value_or(kDefaultNcclVersion));
-    const char* from = sweep.nccl_version       ? "from --nccl-version"
-                       : topology->nccl.version ? "the topology's nccl.version"
-                                                : "collkit's default (--nccl-version sets another)";
-    const NcclVersion release = nccl_tuning(v).release;
-    report.extra["nccl_model_version"] = to_string(v);
-    nccl_line = "# NCCL's choice: NCCL " + to_string(v) + "'s cost model" +
-                (release == v ? std::string() : " (release " + to_string(release) + "'s figures)") +
-                ", " + from + "\n";
-    if (a.explain) {
-      explained = explain_sweep(sweep, *topology, options);
-      Json all = Json::array();
-      for (const NcclExplanation& e : explained) all.push_back(nccl_explanation_json(e));
-      report.extra["nccl_explain"] = all;
-    }
-  }
+  const std::string nccl_line = nccl_choice(a, sweep, *topology, options, report, explained);
   // Every setting that changes a number is a key; the launch mode was the
   // one missing (the command line as given goes to -J files, "args").
   report.extra["launch"] = a.launch;
