@@ -652,12 +652,13 @@ class Planner {
 
   // The step of a plan whose layers have their choices (docs/PLANNER.md,
   // "The training step").
-  void evaluate(Plan& plan, const std::vector<std::vector<std::int64_t>>& stages) {
+  // Each stage's work per micro-batch and per step, and its memory, from
+  // its layers' compute and collectives.
+  std::vector<StageWork> stage_work(const Plan& plan,
+                                    const std::vector<std::vector<std::int64_t>>& stages) const {
     const Layout& lay = plan.layout;
     const int p = lay.pp;
     const double m = static_cast<double>(lay.micro_batches);
-    const double v = lay.virtual_stages;
-    const StepOptions& so = opts_.step;
     std::vector<StageWork> w(p);
     for (std::size_t i = 0; i < plan.layers.size(); ++i) {
       const LayerPlan& lp = plan.layers[i];
@@ -721,8 +722,15 @@ class Planner {
         sw.work = std::max(sw.work, c.work_bytes);
       }
     }
-    // Megatron keeps a copy of tied word embeddings on the last stage,
-    // updated like a layer and summed with the first stage's every step.
+    return w;
+  }
+
+  // Megatron keeps a copy of tied word embeddings on the last stage,
+  // updated like a layer and summed with the first stage's every step:
+  // its memory and parameters on the last stage, and the sum's time.
+  double tied_embedding_sync(const Plan& plan, std::vector<StageWork>& w) {
+    const Layout& lay = plan.layout;
+    const int p = lay.pp;
     double tied_sync = 0;
     if (p > 1 && tied_head_ >= 0 && embed_ >= 0) {
       const Layer& h = model_.layers[static_cast<std::size_t>(tied_head_)];
@@ -738,6 +746,40 @@ class Planner {
       const auto bytes = static_cast<std::int64_t>(psi * elem_);
       tied_sync = cost_.best(Collective::all_reduce, bytes, 0, (p - 1) * lay.dp * lay.tp, 2).first;
     }
+    return tied_sync;
+  }
+
+  // The step's FLOPs over all ranks: the model's (three passes) and what
+  // recomputation adds.
+  void step_flops(Plan& plan) const {
+    const Layout& lay = plan.layout;
+    double model_flops = 0, extra = 0;
+    const double batch = static_cast<double>(opts_.batch);
+    for (const Layer& l : model_.layers) {
+      const double f = static_cast<double>(l.flops) * static_cast<double>(l.repeat) * batch;
+      model_flops += 3 * f;
+      if (supports_tensor_parallel(l.kind)) {
+        if (lay.recompute == Recompute::full) {
+          extra += f;
+        } else if (lay.recompute == Recompute::selective && l.kind != LayerKind::mlp) {
+          const double h = static_cast<double>(l.shape.value("hidden", std::int64_t{0}));
+          const double sq = static_cast<double>(l.shape.value("seq", std::int64_t{0}));
+          extra += 4 * sq * sq * h * static_cast<double>(l.repeat) * batch;
+        }
+      }
+    }
+    plan.model_flops = model_flops;
+    plan.hardware_flops = model_flops + extra;
+  }
+
+  void evaluate(Plan& plan, const std::vector<std::vector<std::int64_t>>& stages) {
+    const Layout& lay = plan.layout;
+    const int p = lay.pp;
+    const double m = static_cast<double>(lay.micro_batches);
+    const double v = lay.virtual_stages;
+    const StepOptions& so = opts_.step;
+    std::vector<StageWork> w = stage_work(plan, stages);
+    const double tied_sync = tied_embedding_sync(plan, w);
     // Pipeline sends per micro-batch and stage: forward activation out,
     // backward gradient in (both directions at once), v times with v chunks.
     double p2p = 0;
@@ -826,24 +868,7 @@ class Planner {
     }
     plan.memory = w[worst].memory;
     plan.fits = plan.memory.total() <= usable_;
-    // FLOPs of the step, all ranks.
-    double model_flops = 0, extra = 0;
-    const double batch = static_cast<double>(opts_.batch);
-    for (const Layer& l : model_.layers) {
-      const double f = static_cast<double>(l.flops) * static_cast<double>(l.repeat) * batch;
-      model_flops += 3 * f;
-      if (supports_tensor_parallel(l.kind)) {
-        if (lay.recompute == Recompute::full) {
-          extra += f;
-        } else if (lay.recompute == Recompute::selective && l.kind != LayerKind::mlp) {
-          const double h = static_cast<double>(l.shape.value("hidden", std::int64_t{0}));
-          const double sq = static_cast<double>(l.shape.value("seq", std::int64_t{0}));
-          extra += 4 * sq * sq * h * static_cast<double>(l.repeat) * batch;
-        }
-      }
-    }
-    plan.model_flops = model_flops;
-    plan.hardware_flops = model_flops + extra;
+    step_flops(plan);
   }
 
   void set_choice(Plan& plan, std::size_t i, const Candidate& c) {
