@@ -1108,6 +1108,74 @@ class Planner {
     return false;
   }
 
+  // What a search has found so far (run's consider).
+  struct SearchState {
+    bool have_best = false, have_cheapest = false, have_any = false, have_simple = false;
+    Plan best_fit, least_memory;
+    Plan best_simple;  // the fastest fitting plan without tensor or pipeline parallelism
+    double least_bound = std::numeric_limits<double>::infinity();
+    Layout least_layout;
+  };
+
+  // The layouts of these tp and pp degrees, cheapest bound first; a
+  // layout whose bound cannot beat the best plan so far is not priced.
+  void consider(const std::vector<std::pair<int, int>>& degrees, int dpn,
+                const std::vector<Recompute>& rcs, SearchState& st, PlanResult& res) {
+    struct Cand {
+      double bound;
+      Layout lay;
+    };
+    std::vector<Cand> candidates;
+    for (const auto& [tp, pp] : degrees) {
+      const int d = data_parallel_degree(tp, pp, dpn);
+      if (d == 0) continue;
+      const std::int64_t per_rank = opts_.batch / d;
+      for (std::int64_t b : micro_batch_options(per_rank))
+        for (int v : virtual_options(pp, per_rank / b))
+          for (Recompute rc : rcs) {
+            Layout lay{tp, pp, d, b, per_rank / b, v, rc, tp > 1};
+            const auto [time, memory] = bounds(lay);
+            st.have_any = true;
+            if (memory < st.least_bound) {
+              st.least_bound = memory;
+              st.least_layout = lay;
+            }
+            if (memory > usable_) continue;
+            candidates.push_back({time, lay});
+          }
+    }
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [](const Cand& a, const Cand& b) { return a.bound < b.bound; });
+    std::size_t done = 0;
+    if (opts_.progress) opts_.progress->set_total(candidates.size());
+    for (const Cand& c : candidates) {
+      ++done;
+      const bool simple = c.lay.tp == 1 && c.lay.pp == 1;
+      const double bar = st.have_best ? st.best_fit.step_time() / (simple ? 1 - kLayoutMargin : 1)
+                                      : std::numeric_limits<double>::infinity();
+      if (opts_.prune && c.bound >= bar) continue;
+      auto [plan, cheapest] = plan_layout(c.lay);
+      ++res.layouts_priced;
+      if (!st.have_cheapest || cheapest.step_time() < res.cheapest.step_time())
+        res.cheapest = cheapest;
+      st.have_cheapest = true;
+      if (plan.fits && (!st.have_best || plan.step_time() < st.best_fit.step_time())) {
+        st.best_fit = plan;
+        st.have_best = true;
+      }
+      if (plan.fits && simple &&
+          (!st.have_simple || plan.step_time() < st.best_simple.step_time())) {
+        st.best_simple = plan;
+        st.have_simple = true;
+      }
+      if (st.least_memory.layers.empty() || plan.memory.total() < st.least_memory.memory.total())
+        st.least_memory = plan;
+      if (opts_.progress)
+        opts_.progress->update(done, std::to_string(res.layouts_priced) + " layouts priced, " +
+                                         std::to_string(cost_.simulations()) + " simulations");
+    }
+  }
+
   PlanResult run(const Topology& topology) {
     PlanResult res;
     res.optimizer_bytes = opt_bytes_;
@@ -1162,69 +1230,9 @@ class Planner {
     else
       rcs = {Recompute::none};
 
-    bool have_best = false;
-    bool have_cheapest = false;
-    bool have_any = false;
-    Plan best_fit, least_memory;
-    bool have_simple = false;
-    Plan best_simple;  // the fastest fitting plan without tensor or pipeline parallelism
-    double least_bound = std::numeric_limits<double>::infinity();
-    Layout least_layout;
-    // The layouts of these tp and pp degrees, cheapest bound first; a
-    // layout whose bound cannot beat the best plan so far is not priced.
-    auto consider_all = [&](const std::vector<std::pair<int, int>>& degrees) {
-      struct Cand {
-        double bound;
-        Layout lay;
-      };
-      std::vector<Cand> candidates;
-      for (const auto& [tp, pp] : degrees) {
-        const int d = data_parallel_degree(tp, pp, dpn);
-        if (d == 0) continue;
-        const std::int64_t per_rank = opts_.batch / d;
-        for (std::int64_t b : micro_batch_options(per_rank))
-          for (int v : virtual_options(pp, per_rank / b))
-            for (Recompute rc : rcs) {
-              Layout lay{tp, pp, d, b, per_rank / b, v, rc, tp > 1};
-              const auto [time, memory] = bounds(lay);
-              have_any = true;
-              if (memory < least_bound) {
-                least_bound = memory;
-                least_layout = lay;
-              }
-              if (memory > usable_) continue;
-              candidates.push_back({time, lay});
-            }
-      }
-      std::stable_sort(candidates.begin(), candidates.end(),
-                       [](const Cand& a, const Cand& b) { return a.bound < b.bound; });
-      std::size_t done = 0;
-      if (opts_.progress) opts_.progress->set_total(candidates.size());
-      for (const Cand& c : candidates) {
-        ++done;
-        const bool simple = c.lay.tp == 1 && c.lay.pp == 1;
-        const double bar = have_best ? best_fit.step_time() / (simple ? 1 - kLayoutMargin : 1)
-                                     : std::numeric_limits<double>::infinity();
-        if (opts_.prune && c.bound >= bar) continue;
-        auto [plan, cheapest] = plan_layout(c.lay);
-        ++res.layouts_priced;
-        if (!have_cheapest || cheapest.step_time() < res.cheapest.step_time())
-          res.cheapest = cheapest;
-        have_cheapest = true;
-        if (plan.fits && (!have_best || plan.step_time() < best_fit.step_time())) {
-          best_fit = plan;
-          have_best = true;
-        }
-        if (plan.fits && simple && (!have_simple || plan.step_time() < best_simple.step_time())) {
-          best_simple = plan;
-          have_simple = true;
-        }
-        if (least_memory.layers.empty() || plan.memory.total() < least_memory.memory.total())
-          least_memory = plan;
-        if (opts_.progress)
-          opts_.progress->update(done, std::to_string(res.layouts_priced) + " layouts priced, " +
-                                           std::to_string(cost_.simulations()) + " simulations");
-      }
+    SearchState st;
+    const auto consider_all = [&](const std::vector<std::pair<int, int>>& degrees) {
+      consider(degrees, dpn, rcs, st, res);
     };
     std::vector<std::pair<int, int>> flat;
     flat.reserve(tps.size());
@@ -1244,37 +1252,38 @@ class Planner {
       consider_all(all);
     } else {
       consider_all(flat);
-      bool needs_zero3 = !have_best;
-      if (have_best)
-        for (const LayerPlan& lp : best_fit.layers)
+      bool needs_zero3 = !st.have_best;
+      if (st.have_best)
+        for (const LayerPlan& lp : st.best_fit.layers)
           needs_zero3 = needs_zero3 || lp.choice.zero_stage == 3;
       if (needs_zero3) consider_all(piped);
     }
-    if (!have_any)
+    if (!st.have_any)
       throw UsageError("--micro-batch " + std::to_string(opts_.micro_batch) +
                        " divides no per-rank batch of --batch " + std::to_string(opts_.batch) +
                        " over up to " + std::to_string(n) + " data-parallel ranks");
-    if (!have_cheapest) {
+    if (!st.have_cheapest) {
       // Nothing fits even at its least memory: price the smallest layout.
-      auto [plan, cheapest] = plan_layout(least_layout);
+      auto [plan, cheapest] = plan_layout(st.least_layout);
       ++res.layouts_priced;
       res.cheapest = cheapest;
-      least_memory = plan;
+      st.least_memory = plan;
     }
     // Tensor and pipeline parallelism only where they are needed to fit or
     // clearly lower the step time: a gain within kLayoutMargin of plain
     // data parallelism is not worth their complexity.
-    if (have_simple && best_fit.step_time() > best_simple.step_time() * (1 - kLayoutMargin))
-      best_fit = best_simple;
-    if (!have_best && dpn == 0)
+    if (st.have_simple &&
+        st.best_fit.step_time() > st.best_simple.step_time() * (1 - kLayoutMargin))
+      st.best_fit = st.best_simple;
+    if (!st.have_best && dpn == 0)
       throw UsageError("--topology " + opts_.topology_file +
                        ": nothing fits without tensor or pipeline parallelism, which need the "
                        "devices per node, and the topology has no nodes (no devices_per_node, "
                        "no \"host\" on its endpoints); give --devices-per-node N");
-    res.fits = have_best;
-    res.plan = have_best ? best_fit : least_memory;
-    res.simple_step_time = have_simple ? best_simple.step_time() : 0;
-    res.simple_ranks = have_simple ? best_simple.layout.dp : 0;
+    res.fits = st.have_best;
+    res.plan = st.have_best ? st.best_fit : st.least_memory;
+    res.simple_step_time = st.have_simple ? st.best_simple.step_time() : 0;
+    res.simple_ranks = st.have_simple ? st.best_simple.layout.dp : 0;
     uniform(res);
     rows_per_rank(res.plan);
     explain(res);
