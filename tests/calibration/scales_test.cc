@@ -45,6 +45,27 @@ std::shared_ptr<const Topology> at(const std::string& text, ClusterShape shape) 
       "c.json@" + std::to_string(shape.nodes) + "x" + std::to_string(shape.devices));
 }
 
+// What nccl-tests would measure on the truth: ring and recursive doubling
+// all_reduce and all_gather at `sizes`, segments cut as calibrate cuts
+// them on `base`; appended to in.report.
+void measure_rings(const Topology& truth, const Topology& base, std::vector<std::int64_t> sizes,
+                   CalibrationInput& in) {
+  for (Collective c : {Collective::all_reduce, Collective::all_gather}) {
+    SweepSpec sweep;
+    sweep.collective = c;
+    sweep.algorithms = {"ring", "recursive_doubling"};
+    sweep.ranks = truth.num_ranks();
+    sweep.sizes = sizes;
+    sweep.model = cost_params_of(base, sweep.ranks);
+    Report r = simulate_report(sweep, truth, {});
+    r.mode = ReportMode::measure;
+    r.topology.reset();
+    in.report.results.insert(in.report.results.end(), r.results.begin(), r.results.end());
+    in.report.mode = ReportMode::measure;
+    in.report.ranks = r.ranks;
+  }
+}
+
 // What nccl-tests would measure on the truth at `shape`: ring all_reduce
 // and all_gather at several sizes.
 CalibrationInput measured(ClusterShape shape, const std::shared_ptr<const Topology>& base_at) {
@@ -53,20 +74,7 @@ CalibrationInput measured(ClusterShape shape, const std::shared_ptr<const Topolo
   in.file = "m" + std::to_string(shape.nodes) + "x" + std::to_string(shape.devices) + ".json";
   in.network = base_at;
   in.shape = std::to_string(shape.nodes) + "x" + std::to_string(shape.devices);
-  for (Collective c : {Collective::all_reduce, Collective::all_gather}) {
-    SweepSpec sweep;
-    sweep.collective = c;
-    sweep.algorithms = {"ring", "recursive_doubling"};
-    sweep.ranks = truth->num_ranks();
-    sweep.sizes = {65536, 1 << 20, 16 << 20, 64 << 20};
-    sweep.model = cost_params_of(*base_at, sweep.ranks);
-    Report r = simulate_report(sweep, *truth, {});
-    r.mode = ReportMode::measure;
-    r.topology.reset();
-    in.report.results.insert(in.report.results.end(), r.results.begin(), r.results.end());
-    in.report.mode = ReportMode::measure;
-    in.report.ranks = r.ranks;
-  }
+  measure_rings(*truth, *base_at, {65536, 1 << 20, 16 << 20, 64 << 20}, in);
   return in;
 }
 
@@ -200,20 +208,7 @@ TEST(CalibrationScales, AGpuFitChangesOnlyWhatItsRowsMeasure) {
   const std::unique_ptr<Topology> base = parse_topology(base_text, "g.json");
   CalibrationInput in;
   in.file = "m.json";
-  for (Collective c : {Collective::all_reduce, Collective::all_gather}) {
-    SweepSpec sweep;
-    sweep.collective = c;
-    sweep.algorithms = {"ring", "recursive_doubling"};
-    sweep.ranks = 8;
-    sweep.sizes = {4096, 65536, 1 << 20, 16 << 20};
-    sweep.model = cost_params_of(*base, 8);
-    Report r = simulate_report(sweep, *truth, {});
-    r.mode = ReportMode::measure;
-    r.topology.reset();
-    in.report.results.insert(in.report.results.end(), r.results.begin(), r.results.end());
-    in.report.mode = ReportMode::measure;
-    in.report.ranks = r.ranks;
-  }
+  measure_rings(*truth, *base, {4096, 65536, 1 << 20, 16 << 20}, in);
   CalibrateOptions options;
   options.starts = 1;
   const CalibrationResult r = calibrate({in}, *base, options);
