@@ -44,11 +44,7 @@ std::vector<H100Row> rows() {
   std::string line;
   std::getline(in, line);
   const std::vector<std::string> head = fields(line);
-  const auto col = [&](const char* name) {
-    const auto it = std::find(head.begin(), head.end(), name);
-    if (it == head.end()) throw std::runtime_error(std::string("no column ") + name);
-    return static_cast<std::size_t>(it - head.begin());
-  };
+  const auto col = [&](const char* name) { return testing_planner::column(head, name); };
   std::vector<H100Row> out;
   while (std::getline(in, line)) {
     if (line.empty()) continue;

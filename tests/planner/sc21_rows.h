@@ -44,16 +44,19 @@ inline std::vector<std::string> fields(const std::string& line) {
   return out;
 }
 
+// The index of a CSV header's column; throws naming a missing one.
+inline std::size_t column(const std::vector<std::string>& head, const char* name) {
+  const auto it = std::find(head.begin(), head.end(), name);
+  if (it == head.end()) throw std::runtime_error(std::string("no column ") + name);
+  return static_cast<std::size_t>(it - head.begin());
+}
+
 inline std::vector<Row> table1() {
   std::ifstream in(source("tests/data/training/megatron_sc21_table1_a100.csv"));
   std::string line;
   std::getline(in, line);
   const std::vector<std::string> head = fields(line);
-  auto col = [&](const char* name) {
-    const auto it = std::find(head.begin(), head.end(), name);
-    if (it == head.end()) throw std::runtime_error(std::string("no column ") + name);
-    return static_cast<std::size_t>(it - head.begin());
-  };
+  const auto col = [&](const char* name) { return column(head, name); };
   std::vector<Row> rows;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
